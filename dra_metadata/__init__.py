@@ -1,0 +1,138 @@
+"""Read the DRA device metadata that Kubernetes mounts into containers (KEP-5304).
+
+Since Kubernetes v1.36 a DRA driver can hand each container the metadata of the
+devices allocated to it, under :data:`CONTAINER_DIR`. This package decodes,
+validates, encodes, reads and merges those files with the same answers as the Go
+reference (``k8s.io/dynamic-resource-allocation/devicemetadata``, v1.37).
+
+>>> import dra_metadata as dm
+>>> md = dm.read_resource_claim_template("gpu", "gpu", root="examples/dra-device-attributes")
+>>> [(d.name, d.attribute("index")) for d in md.requests[0].devices]
+[('gpu-0', 0), ('gpu-1', 1)]
+
+``import dra_metadata`` is cheap: pydantic (validation, schemas) and watchfiles
+load only when used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._decode import decode
+from ._encode import DEFAULT_VERSIONS, encode
+from ._errors import (
+    DecodeError,
+    DRAMetadataError,
+    ErrorType,
+    FieldError,
+    FileTooLargeError,
+    InvalidNameError,
+    MetadataNotFoundError,
+)
+from ._model import (
+    STANDARD_DOMAIN,
+    V1ALPHA1,
+    V1BETA1,
+    AttributeKind,
+    AttributeValue,
+    Device,
+    DeviceAttribute,
+    DeviceMetadata,
+    DeviceMetadataRequest,
+    ManagedFieldsEntry,
+    MergedDeviceMetadata,
+    MetadataSource,
+    NetworkDeviceData,
+    ObjectMeta,
+    OwnerReference,
+    VersionValue,
+)
+from ._paths import (
+    CONTAINER_DIR,
+    METADATA_FILE_SUFFIX,
+    RESOURCE_CLAIM_TEMPLATES_SUBDIR,
+    RESOURCE_CLAIMS_SUBDIR,
+    ROOT_ENV,
+    default_root,
+    resource_claim_file_path,
+    resource_claim_template_file_path,
+)
+from ._read import (
+    DEFAULT_MAX_SIZE,
+    read_file,
+    read_resource_claim,
+    read_resource_claim_template,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CONTAINER_DIR",
+    "DEFAULT_MAX_SIZE",
+    "DEFAULT_VERSIONS",
+    "METADATA_FILE_SUFFIX",
+    "RESOURCE_CLAIMS_SUBDIR",
+    "RESOURCE_CLAIM_TEMPLATES_SUBDIR",
+    "ROOT_ENV",
+    "STANDARD_DOMAIN",
+    "V1ALPHA1",
+    "V1BETA1",
+    "AttributeKind",
+    "AttributeValue",
+    "DRAMetadataError",
+    "DecodeError",
+    "Device",
+    "DeviceAttribute",
+    "DeviceMetadata",
+    "DeviceMetadataRequest",
+    "ErrorType",
+    "FieldError",
+    "FileTooLargeError",
+    "InvalidNameError",
+    "ManagedFieldsEntry",
+    "MergedDeviceMetadata",
+    "MetadataNotFoundError",
+    "MetadataSource",
+    "NetworkDeviceData",
+    "ObjectMeta",
+    "OwnerReference",
+    "VersionValue",
+    "__version__",
+    "decode",
+    "default_root",
+    "encode",
+    "json_schema",
+    "read_file",
+    "read_resource_claim",
+    "read_resource_claim_template",
+    "resource_claim_file_path",
+    "resource_claim_template_file_path",
+    "validate",
+]
+
+
+def validate(md: DeviceMetadata) -> list[FieldError]:
+    """Check ``md`` against the Go reference's v1.37 validation rules.
+
+    Returns every error (an empty list when valid), never raises for invalid
+    data: validation is separate from decoding and never blocks it. Errors carry
+    Go's paths and texts (``str(err)`` is Go's rendering). Loads pydantic.
+
+    >>> import dra_metadata as dm
+    >>> bad = dm.DeviceMetadata(pod_claim_name="GPU")
+    >>> [(e.field, e.type.value) for e in dm.validate(bad)]
+    [('podClaimName', 'Invalid value')]
+    """
+    from ._validate import validate_wire
+
+    return validate_wire(md.to_dict())
+
+
+def json_schema(api_version: str = V1BETA1) -> Mapping[str, object]:
+    """The JSON Schema (draft 2020-12) of one API version's wire form. Loads pydantic."""
+    from ._schema import json_schema as make
+
+    return make(api_version)

@@ -1,0 +1,157 @@
+"""Encoding a metadata stream byte for byte as the Go kubelet plugin writes it.
+
+The writer encodes the object once per API version, in the order given, each as
+Go's ``json.MarshalIndent`` output (two-space indent, struct fields in Go order,
+map keys sorted, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, other non-ASCII
+raw) followed by one newline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Final
+
+import msgspec
+
+from ._model import V1ALPHA1, V1BETA1, DeviceMetadata
+
+__all__ = ["DEFAULT_VERSIONS", "encode"]
+
+#: Versions the Go v1.37 writer is normally configured with, newest first.
+DEFAULT_VERSIONS: Final = (V1BETA1, V1ALPHA1)
+
+_GO_ESCAPES: Final = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_NEEDS_ESCAPE: Final = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+_RAW_MARK: Final = "\x00dra-metadata-raw-"
+_RAW_LINE: Final = re.compile(r'^( *)(.*)"\\u0000dra-metadata-raw-(\d+)"(,?)$', re.MULTILINE)
+_VERSION_SHAPE: Final = re.compile(r"[^/\s]+/[^/\s]+|[^/\s]+")
+
+
+def encode(md: DeviceMetadata, versions: Iterable[str] = DEFAULT_VERSIONS) -> bytes:
+    """The metadata stream for ``md``: one object per version, in the order given.
+
+    ``versions`` are full apiVersion strings; the Go writer lists the newest first
+    (``v1beta1`` then ``v1alpha1``). Any ``group/version`` string is accepted so
+    tests can write entries of versions this library does not know.
+
+    >>> from dra_metadata import DeviceMetadata, DeviceMetadataRequest, V1BETA1
+    >>> print(encode(DeviceMetadata(requests=(DeviceMetadataRequest("gpu"),)), [V1BETA1]).decode())
+    {
+      "kind": "DeviceMetadata",
+      "apiVersion": "metadata.resource.k8s.io/v1beta1",
+      "metadata": {},
+      "requests": [
+        {
+          "name": "gpu"
+        }
+      ]
+    }
+    <BLANKLINE>
+    """
+    if isinstance(versions, str):
+        raise TypeError("versions must be a sequence of apiVersion strings, not one string")
+    chosen = list(versions)
+    if not chosen:
+        raise ValueError("encode needs at least one API version")
+    for version in chosen:
+        if not isinstance(version, str) or not _VERSION_SHAPE.fullmatch(version):
+            raise ValueError(f"not an apiVersion: {version!r}")
+    body, raws = _wire_for_encoding(md)
+    parts = []
+    for version in chosen:
+        text = json.dumps(
+            {"kind": "DeviceMetadata", "apiVersion": version, **body},
+            indent=2,
+            ensure_ascii=False,
+        )
+        if raws:
+            text = _RAW_LINE.sub(lambda m: _place_raw(m, raws), text)
+        parts.append(_go_escape(text))
+        parts.append("\n")
+    return "".join(parts).encode("utf-8")
+
+
+def _go_escape(text: str) -> str:
+    if not _NEEDS_ESCAPE.search(text):
+        return text
+    return _NEEDS_ESCAPE.sub(lambda m: _GO_ESCAPES.get(m.group(), "\\ufffd"), text)
+
+
+def _wire_for_encoding(md: DeviceMetadata) -> tuple[dict[str, object], list[str]]:
+    """The wire body with Go's map order and raw ``fieldsV1`` replaced by markers."""
+    body: dict[str, object] = msgspec.json.decode(msgspec.json.encode(md))
+    body.pop("kind", None)
+    body.pop("apiVersion", None)
+    body.pop("sources", None)
+    meta = body.pop("metadata", {})
+    raws: list[str] = []
+    if isinstance(meta, dict):
+        for key in ("labels", "annotations"):
+            if key in meta:
+                meta[key] = dict(sorted(meta[key].items()))
+        for entry in meta.get("managedFields", ()):
+            if "fieldsV1" in entry:
+                raws.append(entry["fieldsV1"])
+                entry["fieldsV1"] = f"{_RAW_MARK}{len(raws) - 1}"
+    for request in body.get("requests", ()):  # type: ignore[attr-defined]
+        for device in request.get("devices", ()):
+            if "attributes" in device:
+                device["attributes"] = dict(sorted(device["attributes"].items()))
+    return {"metadata": meta, **body}, raws
+
+
+def _place_raw(match: re.Match[str], raws: list[str]) -> str:
+    indent, prefix, index, comma = match.groups()
+    return indent + prefix + go_indent(raws[int(index)], indent) + comma
+
+
+def go_indent(raw: str, indent: str) -> str:
+    """Go's ``json.Indent`` of compact JSON text, continuation lines prefixed by ``indent``."""
+    out: list[str] = []
+    depth = 0
+    in_string = False
+    escaped = False
+    just_opened = False
+    for ch in raw:
+        if in_string:
+            out.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch in " \t\r\n":
+            continue
+        if just_opened and ch not in "}]":
+            depth += 1
+            out.append("\n" + indent + "  " * depth)
+        just_opened = False
+        if ch == '"':
+            in_string = True
+            out.append(ch)
+        elif ch in "{[":
+            out.append(ch)
+            just_opened = True
+        elif ch in "}]":
+            if out and out[-1] in "{[":
+                out.append(ch)
+            else:
+                depth -= 1
+                out.append("\n" + indent + "  " * depth + ch)
+        elif ch == ",":
+            out.append(",\n" + indent + "  " * depth)
+        elif ch == ":":
+            out.append(": ")
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -1,0 +1,213 @@
+"""The package's exceptions and the validation error record.
+
+Exception tree::
+
+    DRAMetadataError                    root of everything this package raises
+    ├── DecodeError(ValueError)         a stream or file that cannot be decoded
+    ├── MetadataNotFoundError(FileNotFoundError)
+    │                                   no file, or no metadata files in a request directory
+    ├── InvalidNameError(ValueError)    a claim, request or driver name that is not a safe path part
+    └── FileTooLargeError(ValueError)   a file over the configured size cap
+
+"Not there (yet)" and "broken" are different classes because callers act
+differently on them: an init container waits on the first and fails on the second.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final, Union
+
+__all__ = [
+    "VALUE_OMITTED",
+    "go_quote",
+    "DRAMetadataError",
+    "DecodeError",
+    "ErrorType",
+    "FieldError",
+    "FileTooLargeError",
+    "InvalidNameError",
+    "MetadataNotFoundError",
+]
+
+
+class DRAMetadataError(Exception):
+    """Root of every exception raised by :mod:`dra_metadata`.
+
+    ``path`` is the file or directory the error is about, when there is one.
+    """
+
+    path: str | None
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class DecodeError(DRAMetadataError, ValueError):
+    """A metadata stream could not be decoded.
+
+    The message starts with the same prefix as the Go reference's error
+    (``no metadata objects found in stream``, ``read metadata object from stream: ``,
+    ``decode metadata object: ``, ``decode <group/version>: `` or
+    ``no compatible metadata version found in stream (unknown versions: ...)``).
+    Errors that come from a file are prefixed with the file's path, as in Go.
+
+    >>> import dra_metadata as dm
+    >>> try:
+    ...     dm.decode(b"")
+    ... except dm.DecodeError as err:
+    ...     print(err)
+    no metadata objects found in stream
+    """
+
+
+class MetadataNotFoundError(DRAMetadataError, FileNotFoundError):
+    """A metadata file, or every metadata file of a request, is absent.
+
+    Usually means "not yet" or "not allocated to this pod": the claim is not
+    prepared, the request got no device from this driver, or the root is wrong.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        DRAMetadataError.__init__(self, message, path=path)
+        self.filename = path
+
+
+class InvalidNameError(DRAMetadataError, ValueError):
+    """A claim, request or driver name that would not stay inside its directory."""
+
+
+class FileTooLargeError(DRAMetadataError, ValueError):
+    """A metadata file larger than the size cap; it was not read."""
+
+
+class ErrorType(str, enum.Enum):
+    """The kind of a validation error; each value is the Go reference's text."""
+
+    REQUIRED = "Required value"
+    INVALID = "Invalid value"
+    TOO_LONG = "Too long"
+    TOO_MANY = "Too many"
+    DUPLICATE = "Duplicate value"
+    NOT_SUPPORTED = "Unsupported value"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: The bad value Go records for errors that do not show the value (``Too long``).
+VALUE_OMITTED: Final = "<value omitted>"
+
+
+#: What a validation error's ``bad_value`` can hold.
+BadValue = Union[str, int, bool, None]
+
+
+def go_quote(text: str) -> str:
+    """Quote ``text`` as Go's ``%q`` verb does (``strconv.Quote``).
+
+    >>> go_quote('a"b\n')
+    '"a\\"b\\n"'
+    """
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch == '"' or ch == "\\":
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        elif ch in _GO_SHORT_ESCAPES:
+            out.append(_GO_SHORT_ESCAPES[ch])
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            # A lone surrogate cannot be in a Go string; Go would have U+FFFD there.
+            out.append("\ufffd")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+_GO_SHORT_ESCAPES: Final = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+}
+
+
+class FieldError:
+    """One validation error, as the Go reference's ``field.Error`` reports it.
+
+    ``field`` is Go's path (``requests[0].devices[1].attributes[model]``),
+    ``type`` an :class:`ErrorType`, ``bad_value`` the offending value (Go's
+    ``"<value omitted>"`` for ``Too long``), ``detail`` the explanation, and
+    ``origin`` the rule that fired (``format=k8s-short-name``, ``maxItems`` ...)
+    where Go records one. ``str()`` is Go's rendering.
+
+    >>> str(FieldError("podClaimName", ErrorType.INVALID, "BAD", "must be lower case"))
+    'podClaimName: Invalid value: "BAD": must be lower case'
+    """
+
+    __slots__ = ("bad_value", "detail", "field", "origin", "type")
+
+    def __init__(
+        self,
+        field: str,
+        type: ErrorType,  # noqa: A002 - the name Go and the issue use
+        bad_value: BadValue = None,
+        detail: str = "",
+        origin: str = "",
+    ) -> None:
+        self.field = field
+        self.type = type
+        self.bad_value = bad_value
+        self.detail = detail
+        self.origin = origin
+
+    def body(self) -> str:
+        """The message without the field path (Go's ``ErrorBody``)."""
+        text = self.type.value
+        if self.type not in (ErrorType.REQUIRED, ErrorType.TOO_LONG) and self.bad_value != VALUE_OMITTED:
+            value = self.bad_value
+            if value is None:
+                text += ": null"
+            elif isinstance(value, bool):
+                text += ": true" if value else ": false"
+            elif isinstance(value, int):
+                text += f": {value}"
+            else:
+                text += ": " + go_quote(value)
+        if self.detail:
+            text += ": " + self.detail
+        return text
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body()}"
+
+    def __repr__(self) -> str:
+        return (
+            f"FieldError(field={self.field!r}, type={self.type!r}, "
+            f"bad_value={self.bad_value!r}, detail={self.detail!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FieldError):
+            return NotImplemented
+        return (self.field, self.type, self.bad_value, self.detail, self.origin) == (
+            other.field,
+            other.type,
+            other.bad_value,
+            other.detail,
+            other.origin,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.field, self.type, self.bad_value, self.detail, self.origin))

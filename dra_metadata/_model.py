@@ -1,0 +1,434 @@
+"""The typed model of a ``DeviceMetadata`` object.
+
+Every class is a frozen :class:`msgspec.Struct` with snake_case attributes and the
+camelCase wire names of the Kubernetes API (``metadata.resource.k8s.io``). The
+classes double as the decoder's target types, so their field order is the Go
+struct order and their defaults mirror Go's zero values and ``omitempty`` rules.
+Treat the ``dict`` attributes (``attributes``, ``labels``, ``annotations``) as
+read-only, as the rest of the object is.
+
+``v1alpha1`` and ``v1beta1`` carry the same fields; a decoded object remembers the
+version it came from in :attr:`DeviceMetadata.api_version`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal, Union
+
+import msgspec
+
+if TYPE_CHECKING:
+    import semver
+
+__all__ = [
+    "DOMAIN_SEPARATOR",
+    "STANDARD_DOMAIN",
+    "V1ALPHA1",
+    "V1BETA1",
+    "AttributeKind",
+    "AttributeValue",
+    "Device",
+    "DeviceAttribute",
+    "DeviceMetadata",
+    "DeviceMetadataRequest",
+    "ManagedFieldsEntry",
+    "MergedDeviceMetadata",
+    "MetadataSource",
+    "NetworkDeviceData",
+    "ObjectMeta",
+    "OwnerReference",
+    "VersionValue",
+]
+
+#: Full apiVersion of the v1alpha1 encoding (Kubernetes v1.36 and later).
+V1ALPHA1: Final = "metadata.resource.k8s.io/v1alpha1"
+#: Full apiVersion of the v1beta1 encoding (Kubernetes v1.37 and later).
+V1BETA1: Final = "metadata.resource.k8s.io/v1beta1"
+
+#: Domain of the standard attributes defined by Kubernetes.
+STANDARD_DOMAIN: Final = "resource.kubernetes.io"
+#: Separates an attribute's domain from its local name.
+DOMAIN_SEPARATOR: Final = "/"
+
+# Aliases keep the attribute names ``int``/``bool`` free for DeviceAttribute's fields.
+_Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+_Bool = bool
+_Str = str
+
+AttributeKind = Literal["int", "bool", "string", "version", "ints", "bools", "strings", "versions"]
+_ATTRIBUTE_KINDS: Final[tuple[AttributeKind, ...]] = (
+    "int",
+    "bool",
+    "string",
+    "version",
+    "ints",
+    "bools",
+    "strings",
+    "versions",
+)
+
+
+class VersionValue(str):
+    """A semantic version attribute value: a ``str`` that knows it is a version.
+
+    >>> v = VersionValue("1.2.3-rc.1")
+    >>> v == "1.2.3-rc.1", v.semver.major
+    (True, 1)
+    """
+
+    __slots__ = ()
+
+    @property
+    def semver(self) -> semver.Version:
+        """The value parsed by :mod:`semver` (imported on first use).
+
+        Raises ``ValueError`` when the driver wrote something that is not semver;
+        the Kubernetes API documents the format but does not enforce it.
+        """
+        import semver
+
+        return semver.Version.parse(self)
+
+    def __repr__(self) -> str:
+        return f"VersionValue({str.__repr__(self)})"
+
+
+#: What :meth:`Device.attribute` returns: the attribute's value in its own kind.
+AttributeValue = Union[
+    int, bool, str, VersionValue, tuple[int, ...], tuple[bool, ...], tuple[str, ...], tuple[VersionValue, ...]
+]
+
+_STRUCT_OPTIONS: Final = {
+    "frozen": True,
+    "gc": False,
+    "forbid_unknown_fields": True,
+    "repr_omit_defaults": True,
+}
+
+
+class DeviceAttribute(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+    """One attribute value; exactly one member is meant to be set.
+
+    A list member counts as set only when it is non-empty (as in Go). Use
+    :attr:`value` to get the value in its own kind.
+
+    >>> DeviceAttribute(string="A100").value
+    'A100'
+    >>> DeviceAttribute(ints=(0, 1)).kind
+    'ints'
+    """
+
+    int: _Int64 | None = None
+    bool: _Bool | None = None
+    string: _Str | None = None
+    version: _Str | None = None
+    ints: tuple[_Int64, ...] = ()
+    bools: tuple[_Bool, ...] = ()
+    strings: tuple[_Str, ...] = ()
+    versions: tuple[_Str, ...] = ()
+
+    def set_kinds(self) -> tuple[AttributeKind, ...]:
+        """The names of the members that are set, in Go's order."""
+        return tuple(kind for kind in _ATTRIBUTE_KINDS if getattr(self, kind) not in (None, ()))
+
+    @property
+    def kind(self) -> AttributeKind | None:
+        """The first member that is set (``"int"``, ``"strings"`` ...), or ``None``."""
+        for kind in _ATTRIBUTE_KINDS:
+            if getattr(self, kind) not in (None, ()):
+                return kind
+        return None
+
+    @property
+    def value(self) -> AttributeValue | None:
+        """The value of the first member that is set, or ``None`` when none is.
+
+        Versions come back as :class:`VersionValue` (a ``str``), lists as tuples.
+        """
+        kind = self.kind
+        if kind is None:
+            return None
+        if kind == "version":
+            return VersionValue(self.version)
+        if kind == "versions":
+            return tuple(VersionValue(v) for v in self.versions)
+        value: AttributeValue = getattr(self, kind)
+        return value
+
+
+class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+    """Network data of a device, often filled in later than its identity.
+
+    ``ips`` are in CIDR notation by convention (``"10.0.0.5/24"``); the API does
+    not check their syntax.
+    """
+
+    interface_name: str = ""
+    ips: tuple[str, ...] = ()
+    hardware_address: str = ""
+
+
+class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+    """A standard Kubernetes owner reference (rarely present in metadata files)."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ManagedFieldsEntry(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+    """A standard Kubernetes managed-fields entry (rarely present in metadata files).
+
+    ``fields_v1`` holds the raw JSON text of ``fieldsV1``.
+    """
+
+    manager: str = ""
+    operation: str = ""
+    api_version: str = ""
+    time: str | None = None
+    fields_type: str = ""
+    fields_v1: str | None = None
+    subresource: str = ""
+
+
+class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+    """The claim's object metadata, as the kubelet plugin writes it.
+
+    Drivers set ``name``, ``namespace``, ``uid`` (of the ResourceClaim) and
+    ``generation`` (1 at prepare, bumped by every update). Timestamps are RFC 3339
+    strings in UTC (``"2008-01-01T01:01:01Z"``).
+    """
+
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+    self_link: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: _Int64 = 0
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    deletion_grace_period_seconds: _Int64 | None = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    owner_references: tuple[OwnerReference, ...] = ()
+    finalizers: tuple[str, ...] = ()
+    managed_fields: tuple[ManagedFieldsEntry, ...] = ()
+
+
+class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+    """One allocated device: its identity, attributes and network data.
+
+    >>> dev = Device("gpu.example.com", "node-a", "gpu-0",
+    ...              attributes={"uuid": DeviceAttribute(string="GPU-1"),
+    ...                          "resource.kubernetes.io/numaNode": DeviceAttribute(int=1)})
+    >>> dev.attribute("uuid"), dev.attribute("gpu.example.com/uuid"), dev.numa_node
+    ('GPU-1', 'GPU-1', 1)
+    """
+
+    driver: str
+    pool: str
+    name: str
+    attributes: dict[str, DeviceAttribute] = {}
+    network_data: NetworkDeviceData | None = None
+
+    def find_attribute(self, name: str) -> DeviceAttribute | None:
+        """The attribute entry for ``name``, resolved as ResourceSlices resolve it.
+
+        An unqualified name (``model``) lives in the device's driver domain, so
+        ``model`` and ``<driver>/model`` are the same attribute; the key exactly
+        as given is tried first.
+        """
+        attributes = self.attributes
+        found = attributes.get(name)
+        if found is not None:
+            return found
+        domain, sep, local = name.rpartition(DOMAIN_SEPARATOR)
+        if not sep:
+            return attributes.get(self.driver + DOMAIN_SEPARATOR + name)
+        if domain == self.driver:
+            return attributes.get(local)
+        return None
+
+    def attribute(self, name: str, default: AttributeValue | None = None) -> AttributeValue | None:
+        """The value of attribute ``name`` in its own kind, or ``default``.
+
+        See :meth:`find_attribute` for how names resolve.
+        """
+        found = self.find_attribute(name)
+        if found is None:
+            return default
+        value = found.value
+        return default if value is None else value
+
+    def qualified_attributes(self) -> dict[str, DeviceAttribute]:
+        """The attributes keyed by fully qualified name (``<driver>/model``)."""
+        prefix = self.driver + DOMAIN_SEPARATOR
+        return {
+            (key if DOMAIN_SEPARATOR in key else prefix + key): value
+            for key, value in self.attributes.items()
+        }
+
+    def _standard(self, local: str) -> AttributeValue | None:
+        return self.attribute(STANDARD_DOMAIN + DOMAIN_SEPARATOR + local)
+
+    @property
+    def pci_bus_id(self) -> str | None:
+        """``resource.kubernetes.io/pciBusID``: the PCI address (``0000:3b:00.0``)."""
+        value = self._standard("pciBusID")
+        return _first_str(value)
+
+    @property
+    def pcie_root(self) -> str | None:
+        """``resource.kubernetes.io/pcieRoot``: the PCIe root complex (``pci0000:3a``)."""
+        value = self._standard("pcieRoot")
+        return _first_str(value)
+
+    @property
+    def numa_nodes(self) -> tuple[int, ...]:
+        """``resource.kubernetes.io/numaNode`` in either form, as a tuple.
+
+        The list form starts with the device's own node, followed by the nodes of
+        the same socket at the shortest distance.
+        """
+        value = self._standard("numaNode")
+        if isinstance(value, bool):
+            return ()
+        if isinstance(value, int):
+            return (value,)
+        if isinstance(value, tuple) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            return tuple(int(v) for v in value)
+        return ()
+
+    @property
+    def numa_node(self) -> int | None:
+        """The device's own NUMA node: the scalar, or the first of the list form."""
+        nodes = self.numa_nodes
+        return nodes[0] if nodes else None
+
+
+def _first_str(value: AttributeValue | None) -> str | None:
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, tuple) and value and isinstance(value[0], str):
+        return str(value[0])
+    return None
+
+
+class DeviceMetadataRequest(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+    """The devices allocated for one request (``gpu`` or ``gpu/high-memory``)."""
+
+    name: str
+    devices: tuple[Device, ...] = ()
+
+    @property
+    def base_name(self) -> str:
+        """The request name without its subrequest: the directory it lives in."""
+        return self.name.partition("/")[0]
+
+
+class DeviceMetadata(
+    msgspec.Struct,
+    tag_field="kind",
+    tag="DeviceMetadata",
+    rename="camel",
+    omit_defaults=True,
+    **_STRUCT_OPTIONS,  # type: ignore[call-arg,misc]
+):
+    """The device metadata of one claim's request(s), as a container sees it.
+
+    ``api_version`` is the apiVersion of the stream entry that was decoded
+    (``""`` for objects built in code). Use :meth:`to_dict` for the wire form.
+
+    >>> md = DeviceMetadata(requests=(DeviceMetadataRequest("gpu"),))
+    >>> md.to_dict()
+    {'metadata': {}, 'requests': [{'name': 'gpu'}]}
+    """
+
+    api_version: str = ""
+    metadata: ObjectMeta = ObjectMeta()
+    pod_claim_name: str | None = None
+    requests: tuple[DeviceMetadataRequest, ...] = ()
+
+    #: Keys of :func:`msgspec.to_builtins` output that are not part of the wire body.
+    _NOT_WIRE: ClassVar[tuple[str, ...]] = ("kind", "apiVersion")
+
+    def to_dict(self) -> dict[str, object]:
+        """The wire form: camelCase keys, Go's ``omitempty`` rules, no kind/apiVersion.
+
+        For a decoded object this equals what Go's encoder gives for the same
+        object; for a merged read it equals Go's merged object.
+        """
+        raw: dict[str, object] = msgspec.json.decode(msgspec.json.encode(self))
+        for key in self._NOT_WIRE:
+            raw.pop(key, None)
+        body: dict[str, object] = {"metadata": raw.pop("metadata", {})}
+        body.update(raw)
+        meta = body["metadata"]
+        if isinstance(meta, dict) and "managedFields" in meta:
+            for entry in meta["managedFields"]:
+                if "fieldsV1" in entry:
+                    entry["fieldsV1"] = msgspec.json.decode(entry["fieldsV1"])
+        return body
+
+    def devices(self) -> Iterator[tuple[DeviceMetadataRequest, Device]]:
+        """Every ``(request, device)`` pair, in request then device order."""
+        for request in self.requests:
+            for device in request.devices:
+                yield request, device
+
+    def request(self, name: str) -> DeviceMetadataRequest | None:
+        """The request named ``name`` (exact match, subrequest included), or ``None``."""
+        for request in self.requests:
+            if request.name == name:
+                return request
+        return None
+
+
+class MetadataSource(msgspec.Struct, frozen=True, gc=False, repr_omit_defaults=True):
+    """One file that went into a merged read, with the identity Go throws away."""
+
+    path: str
+    driver: str
+    api_version: str
+    generation: int
+    claim_uid: str
+    claim_name: str
+    claim_namespace: str
+
+
+class MergedDeviceMetadata(DeviceMetadata, tag="DeviceMetadata"):
+    """The metadata of one request merged across its drivers' files.
+
+    Its wire form (:meth:`to_dict`) is Go's merged object: no object metadata, the
+    first non-null ``podClaimName``, requests of the same name concatenated in file
+    order. Unlike Go it also keeps :attr:`sources`, one per file in merge order.
+    """
+
+    sources: tuple[MetadataSource, ...] = ()
+
+    _NOT_WIRE: ClassVar[tuple[str, ...]] = ("kind", "apiVersion", "sources")
+
+    @property
+    def claim_uid(self) -> str | None:
+        """The claim UID every file agrees on, or ``None`` when they disagree."""
+        uids = {source.claim_uid for source in self.sources}
+        return uids.pop() if len(uids) == 1 else None
+
+    @property
+    def conflicting_sources(self) -> tuple[MetadataSource, ...]:
+        """Files whose claim UID differs from the first file's (normally empty).
+
+        A non-empty result means files of different claims (or of a claim that was
+        re-created) sit in one request directory: treat the devices with suspicion.
+        """
+        if not self.sources:
+            return ()
+        first = self.sources[0].claim_uid
+        return tuple(source for source in self.sources if source.claim_uid != first)

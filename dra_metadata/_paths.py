@@ -1,0 +1,123 @@
+"""Where the metadata files are: the container layout and safe path building.
+
+Layout inside a container (KEP-5304)::
+
+    <root>/resourceclaims/<claim>/<request>/<driver>-metadata.json
+    <root>/resourceclaimtemplates/<podClaimName>/<request>/<driver>-metadata.json
+
+``<root>`` is :data:`CONTAINER_DIR` unless the environment variable
+``DRA_METADATA_ROOT`` says otherwise, or a ``root`` argument is given. A request
+``req/sub`` (a subrequest of a prioritized list) lives in the directory ``req``.
+
+Every name that becomes a path part is checked first: names that would leave the
+request directory (``..``, ``/``, NUL, empty) raise :class:`InvalidNameError`
+before any file is touched.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+from ._errors import InvalidNameError
+
+__all__ = [
+    "CONTAINER_DIR",
+    "METADATA_FILE_SUFFIX",
+    "RESOURCE_CLAIMS_SUBDIR",
+    "RESOURCE_CLAIM_TEMPLATES_SUBDIR",
+    "ROOT_ENV",
+    "default_root",
+    "request_dir",
+    "resource_claim_file_path",
+    "resource_claim_template_file_path",
+]
+
+#: Where the kubelet mounts the metadata files inside a container.
+CONTAINER_DIR: Final = "/var/run/kubernetes.io/dra-device-attributes"
+#: Subdirectory for claims referenced by name.
+RESOURCE_CLAIMS_SUBDIR: Final = "resourceclaims"
+#: Subdirectory for claims created from a ResourceClaimTemplate (keyed by the pod's claim name).
+RESOURCE_CLAIM_TEMPLATES_SUBDIR: Final = "resourceclaimtemplates"
+#: A metadata file is named ``<driver>`` + this suffix.
+METADATA_FILE_SUFFIX: Final = "-metadata.json"
+#: Environment variable that overrides :data:`CONTAINER_DIR` everywhere in the API.
+ROOT_ENV: Final = "DRA_METADATA_ROOT"
+
+RootArg = str | os.PathLike[str] | None
+
+
+def default_root() -> str:
+    """The root to use when none is given: ``$DRA_METADATA_ROOT`` or :data:`CONTAINER_DIR`."""
+    return os.environ.get(ROOT_ENV) or CONTAINER_DIR
+
+
+def _root(root: RootArg) -> str:
+    return default_root() if root is None else os.fspath(root)
+
+
+def check_name(kind: str, name: object) -> str:
+    """Return ``name`` if it is one safe path component, else raise :class:`InvalidNameError`."""
+    if not isinstance(name, str):
+        raise InvalidNameError(f"{kind} name must be a string, not {type(name).__name__}")
+    if not name:
+        raise InvalidNameError(f"{kind} name must not be empty")
+    if "\x00" in name:
+        raise InvalidNameError(f"{kind} name {name!r} contains a NUL character")
+    if "/" in name:
+        raise InvalidNameError(f"{kind} name {name!r} contains '/'")
+    if name in (".", ".."):
+        raise InvalidNameError(f"{kind} name {name!r} would leave its directory")
+    return name
+
+
+def request_base(request: object) -> str:
+    """The directory name of ``request``: ``req`` for ``req`` and for ``req/sub``."""
+    if isinstance(request, str) and request.count("/") == 1:
+        base, sub = request.split("/")
+        check_name("subrequest", sub)
+        return check_name("request", base)
+    if isinstance(request, str) and "/" in request:
+        raise InvalidNameError(
+            f"request name {request!r} has more than one '/': expected <request> or <request>/<subrequest>"
+        )
+    return check_name("request", request)
+
+
+def request_dir(kind_subdir: str, claim: object, request: object, *, root: RootArg = None) -> str:
+    """The request directory under ``kind_subdir`` (claims or templates), names checked."""
+    claim_kind = "claim" if kind_subdir == RESOURCE_CLAIMS_SUBDIR else "pod claim"
+    claim_name = check_name(claim_kind, claim)
+    base = request_base(request)
+    return os.path.join(_root(root), kind_subdir, claim_name, base)
+
+
+def metadata_file_name(driver: object) -> str:
+    """``<driver>-metadata.json``, the driver name checked."""
+    return check_name("driver", driver) + METADATA_FILE_SUFFIX
+
+
+def resource_claim_file_path(driver: str, claim: str, request: str, *, root: RootArg = None) -> str:
+    """Path of ``driver``'s metadata file for ``request`` of the claim named ``claim``.
+
+    >>> resource_claim_file_path("gpu.example.com", "my-claim", "gpu/high-memory", root="/r")
+    '/r/resourceclaims/my-claim/gpu/gpu.example.com-metadata.json'
+    """
+    name = metadata_file_name(driver)
+    return os.path.join(request_dir(RESOURCE_CLAIMS_SUBDIR, claim, request, root=root), name)
+
+
+def resource_claim_template_file_path(
+    driver: str, pod_claim: str, request: str, *, root: RootArg = None
+) -> str:
+    """Path of ``driver``'s metadata file for a claim made from a template.
+
+    ``pod_claim`` is the name of the claim in the pod spec (``podClaimName``).
+
+    >>> resource_claim_template_file_path("gpu.example.com", "gpu", "gpu", root="/r")
+    '/r/resourceclaimtemplates/gpu/gpu/gpu.example.com-metadata.json'
+    """
+    name = metadata_file_name(driver)
+    return os.path.join(
+        request_dir(RESOURCE_CLAIM_TEMPLATES_SUBDIR, pod_claim, request, root=root), name
+    )

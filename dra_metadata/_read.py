@@ -1,0 +1,236 @@
+"""Reading metadata files and merging a request's files across drivers.
+
+One request can be served by several drivers, each writing its own
+``<driver>-metadata.json`` into the request directory. Reading without a driver
+merges them the way the Go reference does: files in byte order of their names
+(dot-files included), requests of the same name get their devices concatenated
+in file order, the first non-null ``podClaimName`` wins, and the result has no
+object metadata. Unlike Go, the result also keeps each file's identity
+(:class:`MetadataSource`) and reports files that disagree on the claim UID.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import stat
+from typing import Final
+
+from ._decode import decode
+from ._errors import DecodeError, DRAMetadataError, FileTooLargeError, MetadataNotFoundError
+from ._model import (
+    DeviceMetadata,
+    DeviceMetadataRequest,
+    MergedDeviceMetadata,
+    MetadataSource,
+)
+from ._paths import (
+    METADATA_FILE_SUFFIX,
+    RESOURCE_CLAIM_TEMPLATES_SUBDIR,
+    RESOURCE_CLAIMS_SUBDIR,
+    RootArg,
+    metadata_file_name,
+    request_dir,
+)
+
+__all__ = [
+    "DEFAULT_MAX_SIZE",
+    "merge",
+    "read_dir",
+    "read_file",
+    "read_resource_claim",
+    "read_resource_claim_template",
+]
+
+logger = logging.getLogger("dra_metadata")
+
+#: Files larger than this many bytes are refused unless a caller allows more.
+DEFAULT_MAX_SIZE: Final = 16 * 1024 * 1024
+
+
+def read_bytes(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+    """The content of one metadata file, refusing files over ``max_size`` bytes."""
+    name = os.fspath(path)
+    try:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise MetadataNotFoundError(
+            f"open metadata file: open {name}: no such file or directory", path=name
+        ) from None
+    except OSError as err:
+        raise DRAMetadataError(
+            f"open metadata file: open {name}: {_os_reason(err)}", path=name
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            # Go opens a directory fine and then reads nothing from it.
+            raise DecodeError(
+                f"{name}: no metadata objects found in stream (it is a directory)", path=name
+            )
+        if info.st_size > max_size:
+            raise FileTooLargeError(
+                f"{name}: file has {info.st_size} bytes, over the limit of {max_size}", path=name
+            )
+        chunks: list[bytes] = []
+        remaining = max_size + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_size:
+            raise FileTooLargeError(
+                f"{name}: file grew past the limit of {max_size} bytes while being read", path=name
+            )
+        return data
+    except OSError as err:
+        raise DRAMetadataError(f"read metadata file {name}: {_os_reason(err)}", path=name) from None
+    finally:
+        os.close(fd)
+
+
+def _os_reason(err: OSError) -> str:
+    if err.errno is not None:
+        return os.strerror(err.errno).lower()
+    return str(err)
+
+
+def read_file(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE) -> DeviceMetadata:
+    """Read and decode one metadata file (no validation, as in Go).
+
+    Raises :class:`MetadataNotFoundError` when it does not exist,
+    :class:`DecodeError` (message prefixed with the path, as Go's) when it does
+    not decode, :class:`FileTooLargeError` over ``max_size`` bytes.
+    """
+    name = os.fspath(path)
+    data = read_bytes(name, max_size=max_size)
+    try:
+        return decode(data)
+    except DecodeError as err:
+        raise DecodeError(f"{name}: {err}", path=name) from None
+
+
+def metadata_files(directory: str) -> list[str]:
+    """The metadata files in ``directory``, in Go's order (bytewise, dot-files included)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    except NotADirectoryError:
+        return []
+    except OSError as err:
+        if err.errno in (errno.ENOENT, errno.ENOTDIR):
+            return []
+        raise DRAMetadataError(
+            f"glob metadata files in {directory}: {_os_reason(err)}", path=directory
+        ) from None
+    matches = [name for name in names if name.endswith(METADATA_FILE_SUFFIX)]
+    matches.sort(key=os.fsencode)
+    return [os.path.join(directory, name) for name in matches]
+
+
+def read_dir(directory: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE) -> MergedDeviceMetadata:
+    """Read every ``*-metadata.json`` in a request directory and merge them."""
+    name = os.fspath(directory)
+    paths = metadata_files(name)
+    if not paths:
+        raise MetadataNotFoundError(f"no metadata files found in {name}", path=name)
+    return merge([(path, read_file(path, max_size=max_size)) for path in paths])
+
+
+def merge(files: list[tuple[str, DeviceMetadata]]) -> MergedDeviceMetadata:
+    """Merge decoded files of one request directory, in the order given, as Go does."""
+    pod_claim_name: str | None = None
+    order: list[str] = []
+    devices: dict[str, list[object]] = {}
+    sources: list[MetadataSource] = []
+    for path, md in files:
+        if pod_claim_name is None:
+            pod_claim_name = md.pod_claim_name
+        for request in md.requests:
+            if request.name not in devices:
+                order.append(request.name)
+                devices[request.name] = []
+            devices[request.name].extend(request.devices)
+        base = os.path.basename(path)
+        meta = md.metadata
+        sources.append(
+            MetadataSource(
+                path=path,
+                driver=base[: -len(METADATA_FILE_SUFFIX)],
+                api_version=md.api_version,
+                generation=meta.generation,
+                claim_uid=meta.uid,
+                claim_name=meta.name,
+                claim_namespace=meta.namespace,
+            )
+        )
+    versions = {source.api_version for source in sources}
+    merged = MergedDeviceMetadata(
+        api_version=versions.pop() if len(versions) == 1 else "",
+        pod_claim_name=pod_claim_name,
+        requests=tuple(
+            DeviceMetadataRequest(name=name, devices=tuple(devices[name]))  # type: ignore[arg-type]
+            for name in order
+        ),
+        sources=tuple(sources),
+    )
+    conflicts = merged.conflicting_sources
+    if conflicts:
+        logger.warning(
+            "metadata files disagree on the claim UID: %s",
+            ", ".join(f"{s.path} has {s.claim_uid!r}" for s in (sources[0], *conflicts)),
+        )
+    return merged
+
+
+def read_resource_claim(
+    claim: str,
+    request: str,
+    *,
+    driver: str | None = None,
+    root: RootArg = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> DeviceMetadata:
+    """The metadata of ``request`` of the claim named ``claim``.
+
+    With ``driver``, that driver's file alone; without, every driver's file in the
+    request directory, merged (a :class:`MergedDeviceMetadata`).
+
+    >>> import dra_metadata as dm
+    >>> md = dm.read_resource_claim("nic", "eth", root="examples/dra-device-attributes")
+    >>> md.requests[0].devices[0].network_data.interface_name
+    'net1'
+    """
+    directory = request_dir(RESOURCE_CLAIMS_SUBDIR, claim, request, root=root)
+    if driver is not None:
+        return read_file(os.path.join(directory, metadata_file_name(driver)), max_size=max_size)
+    return read_dir(directory, max_size=max_size)
+
+
+def read_resource_claim_template(
+    pod_claim: str,
+    request: str,
+    *,
+    driver: str | None = None,
+    root: RootArg = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> DeviceMetadata:
+    """The metadata of ``request`` of a claim made from a ResourceClaimTemplate.
+
+    ``pod_claim`` is the claim's name in the pod spec (``spec.resourceClaims[].name``).
+    With ``driver``, that driver's file alone; without, all drivers' files merged.
+
+    >>> import dra_metadata as dm
+    >>> md = dm.read_resource_claim_template("gpu", "gpu", root="examples/dra-device-attributes")
+    >>> [d.attribute("uuid") for d in md.requests[0].devices]
+    ['GPU-8f6c2a4e-0b1d-4c55-9a1e-3d2b7c9e0f11', 'GPU-1c9e7b3a-5d2f-4e8a-b6c4-7a0e9d3f5b22']
+    """
+    directory = request_dir(RESOURCE_CLAIM_TEMPLATES_SUBDIR, pod_claim, request, root=root)
+    if driver is not None:
+        return read_file(os.path.join(directory, metadata_file_name(driver)), max_size=max_size)
+    return read_dir(directory, max_size=max_size)
