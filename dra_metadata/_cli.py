@@ -55,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
 
     show = commands.add_parser(
         "show",
@@ -65,13 +67,17 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     which = show.add_mutually_exclusive_group(required=True)
-    which.add_argument("--claim", metavar="NAME", help="a claim referenced by name (resourceclaims/NAME)")
+    which.add_argument(
+        "--claim", metavar="NAME", help="a claim referenced by name (resourceclaims/NAME)"
+    )
     which.add_argument(
         "--template-claim",
         metavar="NAME",
-        help="a claim made from a template, by its name in the pod spec (resourceclaimtemplates/NAME)",
+        help="a claim made from a template, by its pod-spec name (resourceclaimtemplates/NAME)",
     )
-    show.add_argument("--request", required=True, metavar="NAME", help="request name (req or req/sub)")
+    show.add_argument(
+        "--request", required=True, metavar="NAME", help="request name (req or req/sub)"
+    )
     show.add_argument("--driver", metavar="NAME", help="read only this driver's file")
     show.add_argument("--root", metavar="DIR", help="metadata root directory")
     show.add_argument(
@@ -147,7 +153,9 @@ def summary(md: DeviceMetadata) -> str:
         lines.append(f"pod claim: {md.pod_claim_name}")
     meta = md.metadata
     if meta.name or meta.uid:
-        lines.append(f"claim: {meta.namespace}/{meta.name} uid={meta.uid} generation={meta.generation}")
+        lines.append(
+            f"claim: {meta.namespace}/{meta.name} uid={meta.uid} generation={meta.generation}"
+        )
     if isinstance(md, MergedDeviceMetadata):
         for source in md.sources:
             lines.append(

@@ -29,7 +29,7 @@ from typing import Final
 import msgspec
 
 from ._errors import DecodeError
-from ._model import V1ALPHA1, V1BETA1, DeviceMetadata
+from ._model import V1ALPHA1, V1BETA1, DeviceMetadata, ObjectMeta
 
 __all__ = ["decode"]
 
@@ -41,6 +41,11 @@ class _MissingKind(msgspec.Struct, tag_field="kind", tag="\x00"):
 
 
 _FAST: Final = msgspec.json.Decoder(DeviceMetadata | _MissingKind)
+# When the entry starts with the kind key, as the Go writer's do, the tag is there.
+_FAST_GO: Final = msgspec.json.Decoder(DeviceMetadata)
+_GO_ENTRY_START: Final = b'{\n  "kind": "DeviceMetadata",\n'
+# Entries shorter than this are copied (cheap), longer ones viewed (no copy).
+_COPY_LIMIT: Final = 16384
 
 # How far from an even split the end of the first entry may be: entries differ
 # only in their apiVersion string.
@@ -65,13 +70,14 @@ def decode(data: bytes | bytearray | memoryview | str) -> DeviceMetadata:
     >>> md.api_version, md.metadata.generation, md.requests[0].name
     ('metadata.resource.k8s.io/v1beta1', 2, 'gpu')
     """
-    if isinstance(data, str):
-        data = data.encode("utf-8", "surrogatepass")
-    elif not isinstance(data, bytes):
-        try:
-            data = bytes(data)
-        except (TypeError, ValueError) as err:
-            raise DecodeError(f"cannot decode a {type(data).__name__}: {err}") from None
+    if type(data) is not bytes:
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        else:
+            try:
+                data = bytes(data)
+            except (TypeError, ValueError) as err:
+                raise DecodeError(f"cannot decode a {type(data).__name__}: {err}") from None
     md = _decode_fast(data)
     if md is not None:
         return md
@@ -91,51 +97,50 @@ def decode_exact(data: bytes) -> DeviceMetadata:
 
 def from_wire(wire: dict[str, object], api_version: str) -> DeviceMetadata:
     """Build the model from a wire-form dict (as :meth:`DeviceMetadata.to_dict` gives)."""
+    meta = wire.get("metadata")
+    if isinstance(meta, dict):
+        for entry in meta.get("managedFields", ()):
+            if "fieldsV1" in entry:  # raw JSON text, kept as a plain str
+                entry["fieldsV1"] = str(entry["fieldsV1"])
     try:
         return msgspec.convert(
             {"kind": "DeviceMetadata", "apiVersion": api_version, **wire}, DeviceMetadata
         )
-    except msgspec.ValidationError as err:  # pragma: no cover - the exact path only emits valid shapes
+    except (
+        msgspec.ValidationError
+    ) as err:  # pragma: no cover - the exact path only emits valid shapes
         raise DecodeError(f"decode {api_version}: {err}") from None
 
 
 def _decode_fast(data: bytes) -> DeviceMetadata | None:
     """The first entry decoded by msgspec, or ``None`` when the exact path must decide."""
     size = len(data)
-    view = memoryview(data)
-    for parts in (2, 3, 1):
-        if parts == 1:
-            end = size
+    # The Go writer's two-version stream: v1beta1, then v1alpha1 one byte longer.
+    end = (size - 3) >> 1
+    if not data.startswith(_ENTRY_BOUNDARY, end - 1):
+        end = _find_entry_end(data, size)
+        if end < 0:
+            return None
+    try:
+        entry = data[:end] if end < _COPY_LIMIT else memoryview(data)[:end]
+        if data.startswith(_GO_ENTRY_START):
+            md = _FAST_GO.decode(entry)
         else:
-            middle = size // parts
-            found = data.find(
-                _ENTRY_BOUNDARY, max(0, middle - _SPLIT_WINDOW), middle + _SPLIT_WINDOW
-            )
-            if found < 0:
-                continue
-            end = found + 1
-        try:
-            md = _FAST.decode(view[:end])
-        except msgspec.DecodeError:  # also ValidationError
-            continue
-        if type(md) is DeviceMetadata and _same_as_go(md, data, end):
-            return md
+            md = _FAST.decode(entry)
+    except msgspec.DecodeError:  # also ValidationError
         return None
-    return None
-
-
-def _same_as_go(md: DeviceMetadata, data: bytes, end: int) -> bool:
-    """Whether Go would have decoded the entry ``data[:end]`` to exactly ``md``."""
-    if md.api_version not in _KNOWN_VERSIONS:
-        return False
+    if type(md) is not DeviceMetadata or md.api_version not in _KNOWN_VERSIONS:
+        return None
     meta = md.metadata
-    if meta.managed_fields:
-        return False
-    for stamp in (meta.creation_timestamp, meta.deletion_timestamp):
-        if stamp is not None and not _is_canonical_time(stamp):
-            return False
-    # Every JSON object in the entry must be one object of the result: a dropped
-    # object means a duplicate key that Go would have merged, or a brace in a string.
+    if (
+        meta.managed_fields
+        or meta.creation_timestamp is not None
+        or meta.deletion_timestamp is not None
+    ):
+        if not _plain_meta(meta):
+            return None
+    # Every JSON object of the entry must be one object of the result: a dropped
+    # object means a duplicate key that Go would have merged (or a brace in a string).
     objects = 2 + len(meta.owner_references) + len(md.requests)
     if meta.labels:
         objects += 1
@@ -143,13 +148,37 @@ def _same_as_go(md: DeviceMetadata, data: bytes, end: int) -> bool:
         objects += 1
     for request in md.requests:
         for device in request.devices:
-            objects += 1
             attributes = device.attributes
             if attributes:
-                objects += 1 + len(attributes)
+                objects += 2 + len(attributes)
+            else:
+                objects += 1
             if device.network_data is not None:
                 objects += 1
-    return data.count(b"{", 0, end) == objects
+    if data.count(b"{", 0, end) != objects:
+        return None
+    return md
+
+
+def _find_entry_end(data: bytes, size: int) -> int:
+    """Where the first entry ends when entries are of near-equal size, else -1."""
+    for parts in (2, 3):
+        middle = size // parts
+        found = data.find(_ENTRY_BOUNDARY, max(0, middle - _SPLIT_WINDOW), middle + _SPLIT_WINDOW)
+        if found >= 0:
+            return found + 1
+    # A single entry (or entries of very different sizes): msgspec tells which.
+    return size
+
+
+def _plain_meta(meta: ObjectMeta) -> bool:
+    """Object metadata that msgspec decodes exactly as Go: no raw fields, canonical times."""
+    if meta.managed_fields:
+        return False
+    return all(
+        stamp is None or _is_canonical_time(stamp)
+        for stamp in (meta.creation_timestamp, meta.deletion_timestamp)
+    )
 
 
 def _is_canonical_time(stamp: str) -> bool:

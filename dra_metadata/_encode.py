@@ -8,7 +8,6 @@ raw) followed by one newline.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from typing import Final
@@ -64,6 +63,8 @@ def encode(md: DeviceMetadata, versions: Iterable[str] = DEFAULT_VERSIONS) -> by
     for version in chosen:
         if not isinstance(version, str) or not _VERSION_SHAPE.fullmatch(version):
             raise ValueError(f"not an apiVersion: {version!r}")
+    import json  # the encoder is not needed to read metadata
+
     body, raws = _wire_for_encoding(md)
     parts = []
     for version in chosen:

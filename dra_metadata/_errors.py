@@ -16,11 +16,10 @@ differently on them: an init container waits on the first and fails on the secon
 from __future__ import annotations
 
 import enum
-from typing import Final, Union
+from typing import Final
 
 __all__ = [
     "VALUE_OMITTED",
-    "go_quote",
     "DRAMetadataError",
     "DecodeError",
     "ErrorType",
@@ -28,6 +27,7 @@ __all__ = [
     "FileTooLargeError",
     "InvalidNameError",
     "MetadataNotFoundError",
+    "go_quote",
 ]
 
 
@@ -73,6 +73,9 @@ class MetadataNotFoundError(DRAMetadataError, FileNotFoundError):
         DRAMetadataError.__init__(self, message, path=path)
         self.filename = path
 
+    def __str__(self) -> str:
+        return str(self.args[0])
+
 
 class InvalidNameError(DRAMetadataError, ValueError):
     """A claim, request or driver name that would not stay inside its directory."""
@@ -82,7 +85,7 @@ class FileTooLargeError(DRAMetadataError, ValueError):
     """A metadata file larger than the size cap; it was not read."""
 
 
-class ErrorType(str, enum.Enum):
+class ErrorType(enum.StrEnum):
     """The kind of a validation error; each value is the Go reference's text."""
 
     REQUIRED = "Required value"
@@ -101,7 +104,7 @@ VALUE_OMITTED: Final = "<value omitted>"
 
 
 #: What a validation error's ``bad_value`` can hold.
-BadValue = Union[str, int, bool, None]
+BadValue = str | int | bool | None
 
 
 def go_quote(text: str) -> str:
@@ -175,7 +178,10 @@ class FieldError:
     def body(self) -> str:
         """The message without the field path (Go's ``ErrorBody``)."""
         text = self.type.value
-        if self.type not in (ErrorType.REQUIRED, ErrorType.TOO_LONG) and self.bad_value != VALUE_OMITTED:
+        if (
+            self.type not in (ErrorType.REQUIRED, ErrorType.TOO_LONG)
+            and self.bad_value != VALUE_OMITTED
+        ):
             value = self.bad_value
             if value is None:
                 text += ": null"

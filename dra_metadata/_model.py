@@ -14,7 +14,7 @@ version it came from in :attr:`DeviceMetadata.api_version`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal, Union
+from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal
 
 import msgspec
 
@@ -95,9 +95,16 @@ class VersionValue(str):
 
 
 #: What :meth:`Device.attribute` returns: the attribute's value in its own kind.
-AttributeValue = Union[
-    int, bool, str, VersionValue, tuple[int, ...], tuple[bool, ...], tuple[str, ...], tuple[VersionValue, ...]
-]
+AttributeValue = (
+    int
+    | bool
+    | str
+    | VersionValue
+    | tuple[int, ...]
+    | tuple[bool, ...]
+    | tuple[str, ...]
+    | tuple[VersionValue, ...]
+)
 
 _STRUCT_OPTIONS: Final = {
     "frozen": True,
@@ -107,7 +114,7 @@ _STRUCT_OPTIONS: Final = {
 }
 
 
-class DeviceAttribute(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+class DeviceAttribute(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
     """One attribute value; exactly one member is meant to be set.
 
     A list member counts as set only when it is non-empty (as in Go). Use
@@ -157,7 +164,7 @@ class DeviceAttribute(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):  #
         return value
 
 
-class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):
     """Network data of a device, often filled in later than its identity.
 
     ``ips`` are in CIDR notation by convention (``"10.0.0.5/24"``); the API does
@@ -169,7 +176,7 @@ class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_S
     hardware_address: str = ""
 
 
-class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):
     """A standard Kubernetes owner reference (rarely present in metadata files)."""
 
     api_version: str
@@ -180,7 +187,7 @@ class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True, **_STRU
     block_owner_deletion: bool | None = None
 
 
-class ManagedFieldsEntry(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+class ManagedFieldsEntry(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):
     """A standard Kubernetes managed-fields entry (rarely present in metadata files).
 
     ``fields_v1`` holds the raw JSON text of ``fieldsV1``.
@@ -195,7 +202,7 @@ class ManagedFieldsEntry(msgspec.Struct, rename="camel", omit_defaults=True, **_
     subresource: str = ""
 
 
-class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):
     """The claim's object metadata, as the kubelet plugin writes it.
 
     Drivers set ``name``, ``namespace``, ``uid`` (of the ResourceClaim) and
@@ -220,7 +227,7 @@ class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_O
     managed_fields: tuple[ManagedFieldsEntry, ...] = ()
 
 
-class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):
     """One allocated device: its identity, attributes and network data.
 
     >>> dev = Device("gpu.example.com", "node-a", "gpu-0",
@@ -321,7 +328,7 @@ def _first_str(value: AttributeValue | None) -> str | None:
     return None
 
 
-class DeviceMetadataRequest(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):  # type: ignore[call-arg,misc]
+class DeviceMetadataRequest(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
     """The devices allocated for one request (``gpu`` or ``gpu/high-memory``)."""
 
     name: str
@@ -339,7 +346,7 @@ class DeviceMetadata(
     tag="DeviceMetadata",
     rename="camel",
     omit_defaults=True,
-    **_STRUCT_OPTIONS,  # type: ignore[call-arg,misc]
+    **_STRUCT_OPTIONS,
 ):
     """The device metadata of one claim's request(s), as a container sees it.
 

@@ -79,7 +79,8 @@ def request_base(request: object) -> str:
         return check_name("request", base)
     if isinstance(request, str) and "/" in request:
         raise InvalidNameError(
-            f"request name {request!r} has more than one '/': expected <request> or <request>/<subrequest>"
+            f"request name {request!r} has more than one '/': "
+            "expected <request> or <request>/<subrequest>"
         )
     return check_name("request", request)
 

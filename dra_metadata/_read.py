@@ -12,7 +12,6 @@ object metadata. Unlike Go, the result also keeps each file's identity
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import stat
 from typing import Final
@@ -42,8 +41,6 @@ __all__ = [
     "read_resource_claim",
     "read_resource_claim_template",
 ]
-
-logger = logging.getLogger("dra_metadata")
 
 #: Files larger than this many bytes are refused unless a caller allows more.
 DEFAULT_MAX_SIZE: Final = 16 * 1024 * 1024
@@ -133,7 +130,9 @@ def metadata_files(directory: str) -> list[str]:
     return [os.path.join(directory, name) for name in matches]
 
 
-def read_dir(directory: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE) -> MergedDeviceMetadata:
+def read_dir(
+    directory: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE
+) -> MergedDeviceMetadata:
     """Read every ``*-metadata.json`` in a request directory and merge them."""
     name = os.fspath(directory)
     paths = metadata_files(name)
@@ -181,7 +180,9 @@ def merge(files: list[tuple[str, DeviceMetadata]]) -> MergedDeviceMetadata:
     )
     conflicts = merged.conflicting_sources
     if conflicts:
-        logger.warning(
+        import logging  # only when there is something to say: logging is slow to import
+
+        logging.getLogger("dra_metadata").warning(
             "metadata files disagree on the claim UID: %s",
             ", ".join(f"{s.path} has {s.claim_uid!r}" for s in (sources[0], *conflicts)),
         )

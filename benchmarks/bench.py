@@ -1,0 +1,725 @@
+"""Relative benchmarks of ``dra_metadata``: decoding speed and import cost.
+
+Every figure is a ratio against a baseline measured in the same run, on the same
+machine, interleaved with the code under test; nothing is compared with an
+absolute number.
+
+What is measured
+================
+
+Streams are written with ``dra_metadata.encode(md)`` (v1beta1 then v1alpha1, the
+Go writer's format) for one claim with 1, 8 and 64 devices. Each device has driver
+``gpu.example.com``, a pool, a name and five attributes (string ``uuid``, int
+``index``, string ``model``, version ``driverVersion``, string
+``resource.kubernetes.io/pciBusID``); every fourth device (device 0 included) also
+has ``networkData``.
+
+``decode vs msgspec floor``
+    ``dra_metadata.decode(stream)`` against ``msgspec.json.Decoder().decode(first)``,
+    where ``first`` is the first object's bytes, sliced out before timing: msgspec
+    decoding the same object into plain dicts, the least work any reader can do.
+    Ratio = decode / floor; target <= 1.25.
+
+``decode vs pydantic``
+    "The obvious alternative" against ``decode``: split the stream into objects
+    with ``json.JSONDecoder().raw_decode`` in a loop (as a user would; this parses
+    the whole stream), then ``model_validate_json`` the first object with a faithful
+    pydantic v2 model of ``DeviceMetadata`` (defined below: strict, extra keys
+    forbidden, frozen, camelCase aliases). Ratio = pydantic / decode (a speed-up);
+    target >= 3.
+
+``import dra_metadata vs import msgspec.json``
+    Total wall time of a fresh ``python -c "import dra_metadata"`` process against
+    ``python -c "import msgspec.json"`` (medians over many runs, interleaved;
+    ``python -c pass`` is measured too and shown for reference). Target <= 1.2.
+
+``modules loaded by import dra_metadata``
+    ``sys.modules`` of a fresh process after ``import dra_metadata`` must hold none
+    of ``pydantic``, ``pydantic_core``, ``watchfiles`` and ``semver``.
+
+How it is measured
+==================
+
+The contenders of a case run in alternating batches (the order rotates each
+round) so machine noise hits all of them alike. A batch repeats one call enough
+times to last ``--batch`` seconds (``timeit``, garbage collector off); a
+contender's time is the minimum per-call time over ``--rounds`` batches and the
+ratios divide those minima (medians are reported too, in ``--json``). Before
+timing, every contender's result is checked against the object the stream was
+written from. Subprocess timings use medians.
+
+Usage
+=====
+
+::
+
+    python benchmarks/bench.py               # full run (~15 s), prints a table
+    python benchmarks/bench.py --quick       # smoke test, a few seconds
+    python benchmarks/bench.py --json        # the figures as JSON
+    python benchmarks/bench.py --check       # exit 1 when a target is missed
+    python benchmarks/bench.py --breakdown   # also: typed msgspec decode, import profile
+
+Without ``--check`` the script always exits 0: it is a measuring tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+
+import msgspec
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+import dra_metadata as dm
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+DEVICE_COUNTS: Final = (1, 8, 64)
+FORBIDDEN_MODULES: Final = ("pydantic", "pydantic_core", "watchfiles", "semver")
+
+DECODE_FLOOR_TARGET: Final = 1.25
+PYDANTIC_SPEEDUP_TARGET: Final = 3.0
+IMPORT_TARGET: Final = 1.2
+
+# Environment variables that would distort a child interpreter's start-up.
+_CHILD_ENV_DROP: Final = frozenset(
+    {
+        "PYTHONPROFILEIMPORTTIME",
+        "PYTHONDEVMODE",
+        "PYTHONTRACEMALLOC",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONMALLOC",
+        "PYTHONINSPECT",
+        "PYTHONWARNINGS",
+    }
+)
+
+
+# --------------------------------------------------------------------------- #
+# The pydantic alternative: a faithful model of the wire form.
+# --------------------------------------------------------------------------- #
+
+_Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        strict=True,
+    )
+
+
+class PydDeviceAttribute(_Wire):
+    int_: _Int64 | None = Field(default=None, alias="int")
+    bool_: bool | None = Field(default=None, alias="bool")
+    string: str | None = None
+    version: str | None = None
+    ints: tuple[_Int64, ...] | None = None
+    bools: tuple[bool, ...] | None = None
+    strings: tuple[str, ...] | None = None
+    versions: tuple[str, ...] | None = None
+
+
+class PydNetworkDeviceData(_Wire):
+    interface_name: str = ""
+    ips: tuple[str, ...] = ()
+    hardware_address: str = ""
+
+
+class PydOwnerReference(_Wire):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class PydManagedFieldsEntry(_Wire):
+    manager: str = ""
+    operation: str = ""
+    api_version: str = ""
+    time: str | None = None
+    fields_type: str = ""
+    fields_v1: dict[str, Any] | None = None
+    subresource: str = ""
+
+
+class PydObjectMeta(_Wire):
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+    self_link: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: _Int64 = 0
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    deletion_grace_period_seconds: _Int64 | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    owner_references: tuple[PydOwnerReference, ...] = ()
+    finalizers: tuple[str, ...] = ()
+    managed_fields: tuple[PydManagedFieldsEntry, ...] = ()
+
+
+class PydDevice(_Wire):
+    driver: str
+    pool: str
+    name: str
+    attributes: dict[str, PydDeviceAttribute] = Field(default_factory=dict)
+    network_data: PydNetworkDeviceData | None = None
+
+
+class PydDeviceMetadataRequest(_Wire):
+    name: str
+    devices: tuple[PydDevice, ...] = ()
+
+
+class PydDeviceMetadata(_Wire):
+    kind: Literal["DeviceMetadata"]
+    api_version: str
+    metadata: PydObjectMeta = Field(default_factory=PydObjectMeta)
+    pod_claim_name: str | None = None
+    requests: tuple[PydDeviceMetadataRequest, ...] = ()
+
+
+def split_objects(text: str) -> list[str]:
+    """The JSON texts of a stream's objects, split the way a user would."""
+    decoder = json.JSONDecoder()
+    objects: list[str] = []
+    pos, size = 0, len(text)
+    while True:
+        while pos < size and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= size:
+            return objects
+        _, end = decoder.raw_decode(text, pos)
+        objects.append(text[pos:end])
+        pos = end
+
+
+def pydantic_alternative(data: bytes) -> PydDeviceMetadata:
+    """Split the stream, validate its first object with pydantic."""
+    objects = split_objects(data.decode("utf-8"))
+    return PydDeviceMetadata.model_validate_json(objects[0])
+
+
+# --------------------------------------------------------------------------- #
+# Test data
+# --------------------------------------------------------------------------- #
+
+
+def make_metadata(devices: int) -> dm.DeviceMetadata:
+    """A realistic claim with ``devices`` GPUs, deterministic."""
+    rng = random.Random(devices)
+    built = []
+    for i in range(devices):
+        attributes = {
+            "uuid": dm.DeviceAttribute(
+                string=f"GPU-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
+            ),
+            "index": dm.DeviceAttribute(int=i),
+            "model": dm.DeviceAttribute(string="H100-SXM5-80GB"),
+            "driverVersion": dm.DeviceAttribute(version="570.124.6"),
+            f"{dm.STANDARD_DOMAIN}/pciBusID": dm.DeviceAttribute(
+                string=f"0000:{0x18 + 0x10 * (i % 8):02x}:{i // 8:02x}.0"
+            ),
+        }
+        network = None
+        if i % 4 == 0:
+            network = dm.NetworkDeviceData(
+                interface_name=f"rdma{i}",
+                ips=(f"10.{i // 250}.{i % 250}.5/24", f"fd00::{i:x}:5/64"),
+                hardware_address=f"b8:3f:d2:{i // 256:02x}:{i % 256:02x}:5e",
+            )
+        built.append(
+            dm.Device(
+                "gpu.example.com",
+                f"worker-{1 + i // 8}",
+                f"gpu-{i}",
+                attributes=attributes,
+                network_data=network,
+            )
+        )
+    return dm.DeviceMetadata(
+        metadata=dm.ObjectMeta(
+            name="trainer-0-gpu-x7k2p",
+            namespace="ml-team",
+            uid=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            generation=1,
+        ),
+        pod_claim_name="gpu",
+        requests=(dm.DeviceMetadataRequest("gpu", tuple(built)),),
+    )
+
+
+def first_object(stream: bytes) -> bytes:
+    text = stream.decode("utf-8")
+    _, end = json.JSONDecoder().raw_decode(text)
+    return text[:end].encode("utf-8")
+
+
+# --------------------------------------------------------------------------- #
+# Timing
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class Samples:
+    """Per-call seconds of one contender, one entry per batch."""
+
+    per_call: list[float] = field(default_factory=list)
+    number: int = 0
+
+    @property
+    def best(self) -> float:
+        return min(self.per_call)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.per_call)
+
+
+def calibrate(timer: timeit.Timer, batch: float) -> int:
+    """How many calls make one batch last about ``batch`` seconds."""
+    number = 1
+    while True:
+        elapsed = timer.timeit(number)
+        if elapsed >= batch:
+            return number
+        if elapsed <= 0:
+            number *= 10
+        else:
+            number = max(number * 2, int(number * batch * 1.2 / elapsed))
+
+
+def interleaved(
+    calls: dict[str, tuple[Callable[[Any], object], object]], rounds: int, batch: float
+) -> dict[str, Samples]:
+    """Time each ``fn(arg)`` in alternating batches; the order rotates every round."""
+    timers = {
+        name: timeit.Timer("fn(arg)", globals={"fn": fn, "arg": arg})
+        for name, (fn, arg) in calls.items()
+    }
+    samples = {name: Samples(number=calibrate(timer, batch)) for name, timer in timers.items()}
+    names = list(timers)
+    for r in range(rounds):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            s = samples[name]
+            s.per_call.append(timers[name].timeit(s.number) / s.number)
+    return samples
+
+
+def paired_ratio_median(num: Samples, den: Samples) -> float:
+    return statistics.median(a / b for a, b in zip(num.per_call, den.per_call, strict=True))
+
+
+def child_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _CHILD_ENV_DROP}
+
+
+def run_child(code: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, *flags, "-c", code],
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"bench: child {code!r} failed:\n{done.stderr}")
+    return done
+
+
+def wall_times(codes: dict[str, str], runs: int) -> dict[str, list[float]]:
+    """Wall seconds of fresh ``python -c CODE`` processes, interleaved, rotating."""
+    for code in codes.values():  # warm the page cache and write the .pyc files
+        run_child(code)
+    times: dict[str, list[float]] = {name: [] for name in codes}
+    names = list(codes)
+    for r in range(runs):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            run_child(codes[name])
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def importtime_profile(module: str, runs: int) -> dict[str, tuple[int, int]]:
+    """``-X importtime`` of ``import module``: minimum (self, cumulative) µs per module."""
+    best: dict[str, tuple[int, int]] = {}
+    for _ in range(runs):
+        err = run_child(f"import {module}", "-X", "importtime").stderr
+        for line in err.splitlines():
+            if not line.startswith("import time:") or "|" not in line:
+                continue
+            parts = line[len("import time:") :].split("|")
+            try:
+                own, cumulative = int(parts[0]), int(parts[1])
+            except ValueError:  # the header line
+                continue
+            name = parts[2].strip()
+            old = best.get(name)
+            best[name] = (
+                (own, cumulative)
+                if old is None
+                else (
+                    min(old[0], own),
+                    min(old[1], cumulative),
+                )
+            )
+    return best
+
+
+# --------------------------------------------------------------------------- #
+# Results
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class Row:
+    case: str
+    ours: float
+    baseline: float
+    unit: Literal["s", "modules"]
+    ratio: float | None
+    target: float | None
+    op: Literal["<=", ">=", "none", "info"]
+    ok: bool | None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def target_text(self) -> str:
+        if self.op == "none":
+            return "none loaded"
+        if self.target is None:
+            return "-"
+        return f"{self.op} {self.target:g}"
+
+
+def check_equal(what: str, got: object, want: object) -> None:
+    if got != want:
+        raise SystemExit(f"bench: {what} does not give the expected object:\n{got!r}\n!=\n{want!r}")
+
+
+def decode_rows(devices: int, rounds: int, batch: float, breakdown: bool) -> list[Row]:
+    md = make_metadata(devices)
+    stream = dm.encode(md)
+    first = first_object(stream)
+    floor = msgspec.json.Decoder()
+    typed = msgspec.json.Decoder(dm.DeviceMetadata)
+
+    # Every contender must produce the object the stream was written from.
+    expected = msgspec.structs.replace(md, api_version=dm.V1BETA1)
+    wire = json.loads(first)
+    check_equal("decode()", dm.decode(stream), expected)
+    check_equal("the msgspec floor", floor.decode(first), wire)
+    check_equal("msgspec typed decode", typed.decode(first), expected)
+    check_equal(
+        "the pydantic alternative",
+        pydantic_alternative(stream).model_dump(mode="json", by_alias=True, exclude_defaults=True),
+        wire,
+    )
+
+    calls: dict[str, tuple[Callable[[Any], object], object]] = {
+        "decode": (dm.decode, stream),
+        "floor": (floor.decode, first),
+        "pydantic": (pydantic_alternative, stream),
+    }
+    if breakdown:
+        calls["typed"] = (typed.decode, first)
+    s = interleaved(calls, rounds, batch)
+    dec, flo, pyd = s["decode"], s["floor"], s["pydantic"]
+    plural = "device" if devices == 1 else "devices"
+    common = {
+        "devices": devices,
+        "stream_bytes": len(stream),
+        "first_object_bytes": len(first),
+        "rounds": rounds,
+    }
+    floor_ratio = dec.best / flo.best
+    speedup = pyd.best / dec.best
+    rows = [
+        Row(
+            f"decode vs msgspec floor, {devices} {plural}",
+            dec.best,
+            flo.best,
+            "s",
+            floor_ratio,
+            DECODE_FLOOR_TARGET,
+            "<=",
+            floor_ratio <= DECODE_FLOOR_TARGET,
+            {
+                **common,
+                "ours_median": dec.median,
+                "baseline_median": flo.median,
+                "median_ratio": dec.median / flo.median,
+                "paired_ratio_median": paired_ratio_median(dec, flo),
+                "calls_per_batch": [dec.number, flo.number],
+            },
+        ),
+        Row(
+            f"pydantic / decode, {devices} {plural}",
+            dec.best,
+            pyd.best,
+            "s",
+            speedup,
+            PYDANTIC_SPEEDUP_TARGET,
+            ">=",
+            speedup >= PYDANTIC_SPEEDUP_TARGET,
+            {
+                **common,
+                "ours_median": dec.median,
+                "baseline_median": pyd.median,
+                "median_ratio": pyd.median / dec.median,
+                "paired_ratio_median": paired_ratio_median(pyd, dec),
+                "calls_per_batch": [dec.number, pyd.number],
+            },
+        ),
+    ]
+    if breakdown:
+        typ = s["typed"]
+        rows.append(
+            Row(
+                f"  typed msgspec decode vs floor, {devices}",
+                typ.best,
+                flo.best,
+                "s",
+                typ.best / flo.best,
+                None,
+                "info",
+                None,
+                {**common, "ours_median": typ.median, "baseline_median": flo.median},
+            )
+        )
+        rows.append(
+            Row(
+                f"  decode vs typed msgspec decode, {devices}",
+                dec.best,
+                typ.best,
+                "s",
+                dec.best / typ.best,
+                None,
+                "info",
+                None,
+                {**common, "overhead_s": dec.best - typ.best},
+            )
+        )
+    return rows
+
+
+def import_rows(runs: int, breakdown: bool) -> list[Row]:
+    times = wall_times(
+        {
+            "pass": "pass",
+            "msgspec.json": "import msgspec.json",
+            "dra_metadata": "import dra_metadata",
+        },
+        runs,
+    )
+    base = statistics.median(times["pass"])
+    ours = statistics.median(times["dra_metadata"])
+    theirs = statistics.median(times["msgspec.json"])
+    ratio = ours / theirs
+    net_ratio = (ours - base) / (theirs - base) if theirs > base else float("nan")
+    rows = [
+        Row(
+            "import dra_metadata vs msgspec.json",
+            ours,
+            theirs,
+            "s",
+            ratio,
+            IMPORT_TARGET,
+            "<=",
+            ratio <= IMPORT_TARGET,
+            {
+                "runs": runs,
+                "python_c_pass_median": base,
+                "ours_min": min(times["dra_metadata"]),
+                "baseline_min": min(times["msgspec.json"]),
+                "pass_min": min(times["pass"]),
+                "net_of_startup_ratio": net_ratio,
+            },
+        )
+    ]
+    code = "import sys, dra_metadata; print('\\n'.join(sorted(sys.modules)))"
+    loaded_names = run_child(code).stdout.split()
+    roots = {name.partition(".")[0] for name in loaded_names}
+    loaded = [name for name in FORBIDDEN_MODULES if name in roots]
+    rows.append(
+        Row(
+            "modules loaded by import dra_metadata",
+            float(len(loaded)),
+            0.0,
+            "modules",
+            None,
+            None,
+            "none",
+            not loaded,
+            {"checked": list(FORBIDDEN_MODULES), "loaded": loaded, "total": len(loaded_names)},
+        )
+    )
+    if breakdown:
+        rows.append(
+            Row(
+                "  import net of `python -c pass`",
+                ours - base,
+                theirs - base,
+                "s",
+                net_ratio,
+                None,
+                "info",
+                None,
+            )
+        )
+        profile_runs = max(3, runs // 4)
+        ours_prof = importtime_profile("dra_metadata", profile_runs)
+        theirs_prof = importtime_profile("msgspec.json", profile_runs)
+        extra = sorted(
+            ((own, name) for name, (own, _) in ours_prof.items() if name not in theirs_prof),
+            reverse=True,
+        )
+        for own, name in extra[:8]:
+            rows.append(
+                Row(
+                    f"  -X importtime self: {name}",
+                    own / 1e6,
+                    0.0,
+                    "s",
+                    None,
+                    None,
+                    "info",
+                    None,
+                )
+            )
+    return rows
+
+
+# --------------------------------------------------------------------------- #
+# Output
+# --------------------------------------------------------------------------- #
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.2f} us"
+
+
+def render_table(rows: Sequence[Row]) -> str:
+    header = ("case", "ours", "baseline", "ratio", "target", "ok")
+    lines: list[tuple[str, ...]] = [header]
+    for row in rows:
+        if row.unit == "modules":
+            loaded = row.detail.get("loaded", [])
+            ours = ",".join(loaded) if loaded else "none"
+            baseline = "-"
+        else:
+            ours = fmt_time(row.ours)
+            baseline = fmt_time(row.baseline) if row.baseline else "-"
+        ratio = "-" if row.ratio is None else f"{row.ratio:.2f}x"
+        ok = "-" if row.ok is None else ("yes" if row.ok else "MISS")
+        lines.append((row.case, ours, baseline, ratio, row.target_text(), ok))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    out = []
+    for n, line in enumerate(lines):
+        cells = [line[0].ljust(widths[0])]
+        cells += [cell.rjust(widths[i + 1]) for i, cell in enumerate(line[1:])]
+        out.append("  ".join(cells).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Relative benchmarks of dra_metadata (decode speed, import cost)."
+    )
+    parser.add_argument("--quick", action="store_true", help="few rounds: a smoke test")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also time msgspec's typed decode and profile the import (informational rows)",
+    )
+    parser.add_argument("--rounds", type=int, help="timing batches per contender")
+    parser.add_argument("--batch", type=float, help="seconds per timing batch")
+    parser.add_argument("--import-runs", type=int, help="processes per import contender")
+    args = parser.parse_args(argv)
+
+    rounds = args.rounds or (5 if args.quick else 41)
+    batch = args.batch or (0.002 if args.quick else 0.01)
+    import_runs = args.import_runs or (7 if args.quick else 41)
+
+    rows: list[Row] = []
+    for devices in DEVICE_COUNTS:
+        rows.extend(decode_rows(devices, rounds, batch, args.breakdown))
+    rows.extend(import_rows(import_runs, args.breakdown))
+    checked = [row for row in rows if row.ok is not None]
+    missed = [row for row in checked if not row.ok]
+
+    if args.json:
+        report = {
+            "python": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "msgspec": msgspec.__version__,
+            "pydantic": pydantic.VERSION,
+            "dra_metadata": dm.__version__,
+            "dra_metadata_file": dm.__file__,
+            "mode": "quick" if args.quick else "full",
+            "rounds": rounds,
+            "batch_s": batch,
+            "import_runs": import_runs,
+            "results": [asdict(row) for row in rows],
+            "all_ok": not missed,
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        print(
+            f"dra_metadata {dm.__version__} | Python {platform.python_version()} | "
+            f"msgspec {msgspec.__version__} | pydantic {pydantic.VERSION} | "
+            f"{'quick' if args.quick else 'full'}: {rounds} rounds x {batch * 1e3:g} ms, "
+            f"{import_runs} import runs"
+        )
+        print(render_table(rows))
+        print(
+            "times: best batch per call (decode) or median process wall time (import); "
+            "ratio: ours/baseline, except pydantic/decode (a speed-up)"
+        )
+    if args.check and missed:
+        for row in missed:
+            ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
+            detail = (
+                f" (loaded: {', '.join(row.detail['loaded'])})" if row.unit == "modules" else ""
+            )
+            print(
+                f"MISSED: {row.case}: ratio {ratio}, target {row.target_text()}{detail}",
+                file=sys.stderr,
+            )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

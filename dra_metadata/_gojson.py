@@ -1,0 +1,1376 @@
+"""The exact path: Go's stream decoding of a metadata file, replayed in pure Python.
+
+This is the library's *slow path*. It answers exactly what the Go reference
+(``devicemetadata.DecodeMetadataFromStream`` of Kubernetes v1.37) answers for
+any byte string, including hostile ones, and it only ever raises
+:class:`GoDecodeError`. The msgspec fast path hands a stream over whenever it is
+not sure it would agree.
+
+The Go reference is four libraries stacked on each other; each layer below is
+modelled on its own, in the order Go runs them:
+
+1. **Reading raw values** (``encoding/json.Decoder`` built on ``jsontext``, as
+   the corpus shows by its ``in string`` / ``invalid escape sequence`` wording).
+   Values may follow each other with or without whitespace; ``More()`` stops at
+   EOF or a ``]``/``}``; strings may hold invalid UTF-8; nesting is capped at
+   depth 10000. Syntax errors are rendered in the v1 wording Go maps them to.
+2. **Identifying apiVersion/kind** (apimachinery's ``SimpleMetaFactory``): the
+   raw value is unmarshalled into a two-string struct with case-insensitive
+   (Unicode simple-fold) key matching, then ``ParseGroupVersion``.
+3. **Scheme lookup**: which group/version/kind makes a typed object, which is an
+   unknown version to skip, which is fatal.
+4. **Body decoding** (``sigs.k8s.io/json``, a fork of Go's v1
+   ``encoding/json``): case-sensitive keys, unknown keys ignored, values decoded
+   *into* what an earlier duplicate key left (structs and maps merge, slices are
+   decoded element-wise into their old backing array), first type error kept
+   while decoding goes on, ``metav1.Time`` parse errors abort at once.
+
+The decoded object is returned as the dict Go's ``encoding/json`` would write
+for it (omitempty rules, Go field order, sorted map keys), without ``kind`` and
+``apiVersion``.
+
+Nothing here recurses in proportion to the input's nesting: values are parsed
+with an explicit stack, and the typed decoder only descends as deep as the Go
+types go (a handful of levels); everything else is skipped as a parsed node.
+
+Python's :mod:`json` is deliberately not used: its UTF-8, surrogate and number
+rules differ from Go's.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from typing import Final, NoReturn, TypeAlias, cast
+
+__all__ = [
+    "KNOWN_VERSIONS",
+    "GoDecodeError",
+    "RawJSON",
+    "decode_entry",
+    "decode_stream",
+    "next_value_start",
+    "read_value_end",
+]
+
+
+class GoDecodeError(Exception):
+    """A stream the Go reference rejects; ``str(err)`` is Go's error text."""
+
+
+class RawJSON(str):
+    """A raw JSON value (``managedFields[].fieldsV1``), compacted as Go re-encodes it."""
+
+    __slots__ = ()
+
+
+_GROUP: Final = "metadata.resource.k8s.io"
+KNOWN_VERSIONS: Final = (f"{_GROUP}/v1alpha1", f"{_GROUP}/v1beta1")
+
+# ---------------------------------------------------------------------------
+# Go text helpers
+# ---------------------------------------------------------------------------
+
+_GO_REPLACE: Final = "dra_metadata.gojson-replace"
+
+
+def _go_replace(err: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: one U+FFFD per bad byte, as Go's ``utf8.DecodeRune`` walks."""
+    if isinstance(err, UnicodeDecodeError):
+        return "\ufffd", err.start + 1
+    raise err
+
+
+codecs.register_error(_GO_REPLACE, _go_replace)
+
+
+def _go_utf8(raw: bytes) -> str:
+    """Decode bytes as Go converts them to runes: each invalid byte becomes U+FFFD."""
+    return raw.decode("utf-8", _GO_REPLACE)
+
+
+_SHORT_ESCAPES: Final = {
+    0x07: "\\a",
+    0x08: "\\b",
+    0x0C: "\\f",
+    0x0A: "\\n",
+    0x0D: "\\r",
+    0x09: "\\t",
+    0x0B: "\\v",
+}
+
+
+def _escaped_rune(code: int, quote: str) -> str:
+    """Go's ``strconv`` escaping of one valid rune inside a ``quote``-delimited literal."""
+    char = chr(code)
+    if char == quote or char == "\\":
+        return "\\" + char
+    if char.isprintable():  # same categories as Go's IsPrint: L, M, N, P, S and ' '
+        return char
+    short = _SHORT_ESCAPES.get(code)
+    if short is not None:
+        return short
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def _decode_rune(data: bytes, pos: int) -> tuple[int, int]:
+    """Go's ``utf8.DecodeRune(data[pos:])``: (rune, size), with (-1, 1) for an invalid byte."""
+    lead = data[pos]
+    if lead < 0x80:
+        return lead, 1
+    if 0xC2 <= lead <= 0xDF:
+        size = 2
+    elif 0xE0 <= lead <= 0xEF:
+        size = 3
+    elif 0xF0 <= lead <= 0xF4:
+        size = 4
+    else:
+        return -1, 1
+    try:
+        text = data[pos : pos + size].decode("utf-8")
+    except UnicodeDecodeError:
+        return -1, 1
+    if len(text) != 1:  # truncated at the end of the data
+        return -1, 1
+    return ord(text), size
+
+
+def _quote_rune(data: bytes, pos: int) -> str:
+    """jsonwire's ``QuoteRune``: the rune at ``pos`` as Go's %q, or ``'\\xff'`` for a bad byte."""
+    code, _size = _decode_rune(data, pos)
+    if code < 0:
+        return f"'\\x{data[pos]:x}'"
+    return "'" + _escaped_rune(code, "'") + "'"
+
+
+def _strconv_quote(raw: bytes) -> str:
+    """Go's ``strconv.Quote`` of a byte string (invalid UTF-8 bytes as ``\\xNN``)."""
+    out = ['"']
+    pos = 0
+    while pos < len(raw):
+        code, size = _decode_rune(raw, pos)
+        if code < 0:
+            out.append(f"\\x{raw[pos]:02x}")
+        else:
+            out.append(_escaped_rune(code, '"'))
+        pos += size
+    out.append('"')
+    return "".join(out)
+
+
+def _go_quote_str(text: str) -> str:
+    """Go's ``%q`` of a (valid UTF-8) string."""
+    return '"' + "".join(_escaped_rune(ord(char), '"') for char in text) + '"'
+
+
+# ---------------------------------------------------------------------------
+# Layer 1: reading raw values (jsontext with v1 options, v1 error wording)
+# ---------------------------------------------------------------------------
+
+_READ: Final = "read metadata object from stream: "
+_EOF: Final = "unexpected EOF"
+_MAX_DEPTH: Final = 10000
+_WS: Final = frozenset(b" \t\r\n")
+_ws_end = re.compile(rb"[ \t\r\n]*").match
+_ascii_run = re.compile(rb'[^"\\\x00-\x1f\x80-\xff]*').match
+_string_run = re.compile(rb'[^"\\\x00-\x1f]*').match
+_digit_run = re.compile(rb"[0-9]*").match
+_hex4 = re.compile(rb"[0-9a-fA-F]{4}").fullmatch
+_SIMPLE_ESCAPES: Final = {
+    0x22: '"',
+    0x5C: "\\",
+    0x2F: "/",
+    0x62: "\b",
+    0x66: "\f",
+    0x6E: "\n",
+    0x72: "\r",
+    0x74: "\t",
+}
+
+
+def _end_of(match: re.Match[bytes] | None) -> int:
+    assert match is not None  # these patterns all match the empty string
+    return match.end()
+
+
+def _syntax(message: str) -> GoDecodeError:
+    return GoDecodeError(_READ + message)
+
+
+def _bad_char(data: bytes, pos: int, where: str) -> GoDecodeError:
+    return _syntax(f"invalid character {_quote_rune(data, pos)} {where}")
+
+
+class _Node:
+    """One parsed JSON value: its kind, its byte span and its content.
+
+    ``kind`` is ``{`` ``[`` ``"`` ``0`` (number) ``t`` ``f`` or ``n``; ``text`` is
+    the decoded string or the number literal; objects keep every member in input
+    order (duplicates included) and arrays their items.
+    """
+
+    __slots__ = ("end", "items", "kind", "members", "start", "text")
+
+    kind: str
+    start: int
+    end: int
+    text: str
+    members: list[tuple[str, _Node]]
+    items: list[_Node]
+
+    def __init__(self, kind: str, start: int, end: int, text: str) -> None:
+        self.kind = kind
+        self.start = start
+        self.end = end
+        self.text = text
+        self.members = _NO_MEMBERS
+        self.items = _NO_ITEMS
+
+
+_NO_MEMBERS: list[tuple[str, _Node]] = []  # shared by scalars; never appended to
+_NO_ITEMS: list[_Node] = []
+
+
+def _escape_error(raw: bytes) -> GoDecodeError:
+    """jsonwire's invalid-escape message for the raw escape text."""
+    text = _go_utf8(raw)
+    if len(text) == 1:
+        what = _quote_rune(raw, 0)
+    elif any(
+        char == "`" or char == "\ufffd" or char.isspace() or not char.isprintable() for char in text
+    ):
+        what = _strconv_quote(raw)
+    else:
+        what = "`" + text + "`"
+    return _syntax(f"invalid escape sequence {what} in string")
+
+
+def _is_utf16_prefix(rest: bytes) -> bool:
+    """Whether ``rest`` may be a ``\\uXXXX`` escape cut short by the end of the input."""
+    for index, byte in enumerate(rest):
+        if index == 0:
+            ok = byte == 0x5C
+        elif index == 1:
+            ok = byte == 0x75
+        else:
+            ok = index < 6 and chr(byte) in "0123456789abcdefABCDEF"
+        if not ok:
+            return False
+    return True
+
+
+def _scan_string(data: bytes, pos: int, size: int) -> tuple[str, int]:
+    """Validate and decode the string starting at ``data[pos] == '"'``."""
+    end = _end_of(_ascii_run(data, pos + 1))
+    if end < size and data[end] == 0x22:
+        return data[pos + 1 : end].decode("ascii"), end + 1
+    parts: list[str] = []
+    cursor = pos + 1
+    while True:
+        end = _end_of(_string_run(data, cursor))
+        if end > cursor:
+            parts.append(_go_utf8(data[cursor:end]))
+        if end >= size:
+            raise _syntax(_EOF)
+        byte = data[end]
+        if byte == 0x22:
+            return "".join(parts), end + 1
+        if byte != 0x5C:
+            raise _bad_char(data, end, "in string")
+        if end + 1 >= size:
+            raise _syntax(_EOF)
+        simple = _SIMPLE_ESCAPES.get(data[end + 1])
+        if simple is not None:
+            parts.append(simple)
+            cursor = end + 2
+            continue
+        if data[end + 1] != 0x75:
+            raise _escape_error(data[end : end + 2])
+        if size - end < 6:
+            if _is_utf16_prefix(data[end:]):
+                raise _syntax(_EOF)
+            raise _escape_error(data[end:])
+        if _hex4(data, end + 2, end + 6) is None:
+            raise _escape_error(data[end : end + 6])
+        code = int(data[end + 2 : end + 6], 16)
+        cursor = end + 6
+        if 0xD800 <= code <= 0xDFFF:
+            char = "\ufffd"  # a lone surrogate decodes to U+FFFD
+            if (
+                code < 0xDC00
+                and size - cursor >= 6
+                and data[cursor] == 0x5C
+                and data[cursor + 1] == 0x75
+                and _hex4(data, cursor + 2, cursor + 6) is not None
+            ):
+                low = int(data[cursor + 2 : cursor + 6], 16)
+                if 0xDC00 <= low <= 0xDFFF:
+                    char = chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00))
+                    cursor += 6
+            parts.append(char)
+        else:
+            parts.append(chr(code))
+
+
+def _scan_number(data: bytes, pos: int, size: int) -> int:
+    """Validate the number starting at ``pos``; return its end."""
+    cursor = pos
+    if data[cursor] == 0x2D:
+        cursor += 1
+        if cursor >= size:
+            raise _syntax(_EOF)
+    byte = data[cursor]
+    if byte == 0x30:
+        cursor += 1
+    elif 0x31 <= byte <= 0x39:
+        cursor = _end_of(_digit_run(data, cursor + 1))
+    else:
+        raise _bad_char(data, cursor, "in numeric literal")
+    if cursor < size and data[cursor] == 0x2E:
+        cursor += 1
+        if cursor >= size:
+            raise _syntax(_EOF)
+        if not 0x30 <= data[cursor] <= 0x39:
+            raise _bad_char(data, cursor, "in numeric literal")
+        cursor = _end_of(_digit_run(data, cursor + 1))
+    if cursor < size and data[cursor] in (0x65, 0x45):
+        cursor += 1
+        if cursor < size and data[cursor] in (0x2B, 0x2D):
+            cursor += 1
+        if cursor >= size:
+            raise _syntax(_EOF)
+        if not 0x30 <= data[cursor] <= 0x39:
+            raise _bad_char(data, cursor, "in numeric literal")
+        cursor = _end_of(_digit_run(data, cursor + 1))
+    return cursor
+
+
+def _scan_literal(data: bytes, pos: int, size: int, literal: bytes) -> int:
+    if data.startswith(literal, pos):
+        return pos + len(literal)
+    for index, expected in enumerate(literal):
+        at = pos + index
+        if at >= size:
+            raise _syntax(_EOF)
+        if data[at] != expected:
+            name = literal.decode("ascii")
+            raise _bad_char(data, at, f"in literal {name} (expecting '{chr(expected)}')")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _scan_key(data: bytes, pos: int, size: int) -> tuple[str, int]:
+    """An object member name, its colon and the whitespace up to the value."""
+    if pos >= size:
+        raise _syntax(_EOF)
+    if data[pos] != 0x22:
+        raise _bad_char(data, pos, "looking for beginning of object key string")
+    key, pos = _scan_string(data, pos, size)
+    if pos < size and data[pos] in _WS:
+        pos = _end_of(_ws_end(data, pos))
+    if pos >= size:
+        raise _syntax(_EOF)
+    if data[pos] != 0x3A:
+        raise _bad_char(data, pos, "after object key")
+    pos += 1
+    if pos < size and data[pos] in _WS:
+        pos = _end_of(_ws_end(data, pos))
+    return key, pos
+
+
+# Fast paths for the common shapes. Each only accepts what Go accepts with the same
+# result; when one does not match, the exact scanners above take over at the same
+# position and produce Go's result or error.
+_fast_scalar = re.compile(
+    rb'"([^"\\\x00-\x1f\x80-\xff]*)"'  # a plain ASCII string
+    rb"|(?>-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][-+]?[0-9]++)?)(?![.eE])"  # a number
+    rb"|true|false|null"
+).match
+_fast_member = re.compile(rb'[ \t\r\n]*+"([^"\\\x00-\x1f\x80-\xff]*)"[ \t\r\n]*+:[ \t\r\n]*+').match
+_fast_next = re.compile(rb"[ \t\r\n]*+(?:(,)[ \t\r\n]*+|([\]}]))").match
+_LITERAL_KINDS: Final = {0x74: "t", 0x66: "f", 0x6E: "n"}
+
+
+def _member_name(data: bytes, pos: int, size: int) -> tuple[str, int]:
+    """The next member name at ``pos`` (whitespace allowed) and the start of its value."""
+    match = _fast_member(data, pos)
+    if match is not None:
+        return match.group(1).decode("ascii"), match.end()
+    if pos < size and data[pos] in _WS:
+        pos = _end_of(_ws_end(data, pos))
+    return _scan_key(data, pos, size)
+
+
+def _parse_value(data: bytes, pos: int) -> tuple[_Node, int]:
+    """Read one complete value at ``pos`` (no leading whitespace) as Go's Decoder does.
+
+    Returns the parsed node and the index just past it. Raises the Go read error
+    for the first problem met, scanning left to right like Go.
+    """
+    size = len(data)
+    stack: list[_Node] = []
+    keys: list[str] = []
+    while True:
+        if pos >= size:
+            raise _syntax(_EOF)
+        byte = data[pos]
+        node: _Node
+        if byte == 0x7B or byte == 0x5B:
+            if len(stack) == _MAX_DEPTH:
+                raise _syntax("exceeded max depth")
+            is_object = byte == 0x7B
+            node = _Node("{" if is_object else "[", pos, -1, "")
+            cursor = pos + 1
+            if cursor < size and data[cursor] in _WS:
+                cursor = _end_of(_ws_end(data, cursor))
+            if cursor >= size:
+                raise _syntax(_EOF)
+            if is_object:
+                node.members = []
+                if data[cursor] != 0x7D:
+                    stack.append(node)
+                    key, pos = _member_name(data, cursor, size)
+                    keys.append(key)
+                    continue
+            else:
+                node.items = []
+                if data[cursor] != 0x5D:
+                    stack.append(node)
+                    pos = cursor
+                    continue
+            end = cursor + 1
+            node.end = end
+        else:
+            fast = _fast_scalar(data, pos)
+            if fast is not None:
+                end = fast.end()
+                if byte == 0x22:
+                    node = _Node('"', pos, end, fast.group(1).decode("ascii"))
+                elif byte in _LITERAL_KINDS:
+                    node = _Node(_LITERAL_KINDS[byte], pos, end, "")
+                else:
+                    node = _Node("0", pos, end, data[pos:end].decode("ascii"))
+            elif byte == 0x22:
+                text, end = _scan_string(data, pos, size)
+                node = _Node('"', pos, end, text)
+            elif byte == 0x2D or 0x30 <= byte <= 0x39:
+                end = _scan_number(data, pos, size)
+                node = _Node("0", pos, end, data[pos:end].decode("ascii"))
+            elif byte == 0x74:
+                end = _scan_literal(data, pos, size, b"true")
+                node = _Node("t", pos, end, "")
+            elif byte == 0x66:
+                end = _scan_literal(data, pos, size, b"false")
+                node = _Node("f", pos, end, "")
+            elif byte == 0x6E:
+                end = _scan_literal(data, pos, size, b"null")
+                node = _Node("n", pos, end, "")
+            else:
+                raise _bad_char(data, pos, "looking for beginning of value")
+        pos = end
+        # Hand the finished value to its container; close containers that end here.
+        while True:
+            if not stack:
+                return node, pos
+            parent = stack[-1]
+            in_object = parent.kind == "{"
+            if in_object:
+                parent.members.append((keys.pop(), node))
+            else:
+                parent.items.append(node)
+            step = _fast_next(data, pos)
+            if step is None:  # end of input or an unexpected byte after the value
+                if pos < size and data[pos] in _WS:
+                    pos = _end_of(_ws_end(data, pos))
+                if pos >= size:
+                    raise _syntax(_EOF)
+                where = "after object key:value pair" if in_object else "after array element"
+                raise _bad_char(data, pos, where)
+            if step.group(1) is not None:  # a comma, and the whitespace after it
+                pos = step.end()
+                if in_object:
+                    key, pos = _member_name(data, pos, size)
+                    keys.append(key)
+                break
+            pos = step.end()
+            if data[pos - 1] != (0x7D if in_object else 0x5D):
+                where = "after object key:value pair" if in_object else "after array element"
+                raise _bad_char(data, pos - 1, where)
+            parent.end = pos
+            stack.pop()
+            node = parent
+
+
+def next_value_start(data: bytes, pos: int) -> int | None:
+    """Go ``json.Decoder.More()``: skip JSON whitespace (space, tab, CR, LF) from pos; return the
+    index of the next byte, or None when at EOF or the next byte is ']' or '}'."""
+    size = len(data)
+    if pos < size and data[pos] in _WS:
+        pos = _end_of(_ws_end(data, pos))
+    if pos >= size or data[pos] in (0x5D, 0x7D):
+        return None
+    return pos
+
+
+def _read_value(data: bytes, start: int) -> tuple[_Node, int]:
+    """Go's ``Decoder.Decode(&raw)`` at ``start``: skips whitespace, rejects a leading delimiter."""
+    size = len(data)
+    if start < size and data[start] in _WS:
+        start = _end_of(_ws_end(data, start))
+    if start >= size:
+        raise _syntax("EOF")
+    if data[start] in (0x2C, 0x3A):  # a top-level value needs no comma or colon before it
+        raise _bad_char(data, start, "looking for beginning of value")
+    return _parse_value(data, start)
+
+
+def read_value_end(data: bytes, start: int) -> int:
+    """Index just past the complete JSON value starting at `start` (Go's Decoder reading one
+    raw value). Raises GoDecodeError('read metadata object from stream: <go scanner message>')
+    on a syntax error."""
+    return _read_value(data, start)[1]
+
+
+# ---------------------------------------------------------------------------
+# Layer 2: apiVersion/kind (SimpleMetaFactory.Interpret) and ParseGroupVersion
+# ---------------------------------------------------------------------------
+
+_FIND_KIND_TYPE: Final = (
+    'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
+    'Kind string "json:\\"kind,omitempty\\"" }'
+)
+_WORDS: Final = {
+    "{": "object",
+    "[": "array",
+    '"': "string",
+    "0": "number",
+    "t": "bool",
+    "f": "bool",
+    "n": "null",
+}
+# Go's strings.EqualFold also matches the Kelvin sign to k and the long s to s.
+_SIMPLE_FOLDS: Final = {0x212A: "k", 0x17F: "s"}
+
+
+def _type_meta_field(key: str) -> str | None:
+    """Which of apiVersion/kind a key matches under Go's case-insensitive struct matching."""
+    if len(key) != 4 and len(key) != 10:
+        return None
+    folded = key.translate(_SIMPLE_FOLDS)
+    if not folded.isascii():
+        return None
+    folded = folded.lower()
+    if folded == "kind":
+        return "kind"
+    if folded == "apiversion":
+        return "apiVersion"
+    return None
+
+
+def _interpret(root: _Node) -> tuple[str, str]:
+    """The apiVersion and kind strings Go finds in an object; raises on a non-string value."""
+    found = {"apiVersion": "", "kind": ""}
+    first_error: str | None = None
+    for key, value in root.members:
+        field = _type_meta_field(key)
+        if field is None:
+            continue
+        if value.kind == '"':
+            found[field] = value.text
+        elif value.kind != "n" and first_error is None:
+            first_error = (
+                f"json: cannot unmarshal {_WORDS[value.kind]} "
+                f"into Go struct field .{key} of type string"
+            )
+    if first_error is not None:
+        raise GoDecodeError(
+            "decode metadata object: couldn't get version/kind; json parse error: " + first_error
+        )
+    return found["apiVersion"], found["kind"]
+
+
+def _parse_group_version(api_version: str) -> tuple[str, str]:
+    if api_version in ("", "/"):
+        return "", ""
+    slashes = api_version.count("/")
+    if slashes == 0:
+        return "", api_version
+    if slashes == 1:
+        group, _, version = api_version.partition("/")
+        return group, version
+    raise GoDecodeError(f"decode metadata object: unexpected GroupVersion string: {api_version}")
+
+
+# ---------------------------------------------------------------------------
+# Layer 3: the metadata scheme
+# ---------------------------------------------------------------------------
+
+_SCHEME_NAME: Final = "pkg/runtime/scheme.go:111"
+_INTERNAL: Final = "__internal"
+_VERSIONED_META_KINDS: Final = frozenset(
+    {
+        "WatchEvent",
+        "ListOptions",
+        "GetOptions",
+        "DeleteOptions",
+        "CreateOptions",
+        "UpdateOptions",
+        "PatchOptions",
+    }
+)
+# Registered with AddUnversionedTypes: the scheme creates them by kind alone.
+_UNVERSIONED_KINDS: Final = frozenset(
+    {"Status", "APIVersions", "APIGroupList", "APIGroup", "APIResourceList"}
+)
+# Scheme.IsVersionRegistered: __internal is never an "observed" version.
+_OBSERVED_VERSIONS: Final = frozenset({(_GROUP, "v1alpha1"), (_GROUP, "v1beta1"), ("", "v1")})
+
+
+def _conversion_error(group: str, version: str, kind: str, go_type: str) -> GoDecodeError:
+    # The decoded object is a meta type; nothing converts it into metadata.DeviceMetadata.
+    # (Type errors inside such a body are not reproduced: conversion fails regardless.)
+    return GoDecodeError(
+        f"convert {group}/{version}, Kind={kind}: converting ({go_type}) "
+        "to (metadata.DeviceMetadata): unknown conversion"
+    )
+
+
+# ---------------------------------------------------------------------------
+# Layer 4: body decoding (sigs.k8s.io/json = Go v1 encoding/json, case-sensitive)
+# ---------------------------------------------------------------------------
+
+
+class _Type:
+    """A Go type as the decoder needs it: its shape, its ``reflect`` name, its fields."""
+
+    __slots__ = ("elem", "fields", "go", "name", "tag")
+
+    def __init__(
+        self,
+        tag: str,
+        go: str,
+        elem: _Type | None = None,
+        name: str = "",
+        fields: dict[str, _Type] | None = None,
+    ) -> None:
+        self.tag = tag  # str int bool ptr slice map struct time raw
+        self.go = go  # reflect.Type.String(), as error messages print it
+        self.elem = elem
+        self.name = name  # reflect.Type.Name() of a struct
+        self.fields = fields or {}
+
+
+def _ptr(elem: _Type) -> _Type:
+    return _Type("ptr", elem.go, elem)
+
+
+def _slice_of(elem: _Type) -> _Type:
+    return _Type("slice", "[]" + elem.go, elem)
+
+
+def _struct(go: str, fields: dict[str, _Type]) -> _Type:
+    return _Type("struct", go, name=go.rpartition(".")[2], fields=fields)
+
+
+_STRING = _Type("str", "string")
+_INT64 = _Type("int", "int64")
+_BOOL = _Type("bool", "bool")
+_TIME = _Type("time", "v1.Time")
+_FIELDS_V1 = _Type("raw", "v1.FieldsV1")
+_STRING_MAP = _Type("map", "map[string]string", _STRING)
+
+_OWNER_REFERENCE = _struct(
+    "v1.OwnerReference",
+    {
+        "apiVersion": _STRING,
+        "kind": _STRING,
+        "name": _STRING,
+        "uid": _Type("str", "types.UID"),
+        "controller": _ptr(_BOOL),
+        "blockOwnerDeletion": _ptr(_BOOL),
+    },
+)
+_MANAGED_FIELDS_ENTRY = _struct(
+    "v1.ManagedFieldsEntry",
+    {
+        "manager": _STRING,
+        "operation": _Type("str", "v1.ManagedFieldsOperationType"),
+        "apiVersion": _STRING,
+        "time": _ptr(_TIME),
+        "fieldsType": _STRING,
+        "fieldsV1": _ptr(_FIELDS_V1),
+        "subresource": _STRING,
+    },
+)
+_OBJECT_META = _struct(
+    "v1.ObjectMeta",
+    {
+        "name": _STRING,
+        "generateName": _STRING,
+        "namespace": _STRING,
+        "selfLink": _STRING,
+        "uid": _Type("str", "types.UID"),
+        "resourceVersion": _STRING,
+        "generation": _INT64,
+        "creationTimestamp": _TIME,
+        "deletionTimestamp": _ptr(_TIME),
+        "deletionGracePeriodSeconds": _ptr(_INT64),
+        "labels": _STRING_MAP,
+        "annotations": _STRING_MAP,
+        "ownerReferences": _slice_of(_OWNER_REFERENCE),
+        "finalizers": _slice_of(_STRING),
+        "managedFields": _slice_of(_MANAGED_FIELDS_ENTRY),
+    },
+)
+_DEVICE_ATTRIBUTE = _struct(
+    "v1.DeviceAttribute",
+    {
+        "int": _ptr(_INT64),
+        "bool": _ptr(_BOOL),
+        "string": _ptr(_STRING),
+        "version": _ptr(_STRING),
+        "ints": _slice_of(_INT64),
+        "bools": _slice_of(_BOOL),
+        "strings": _slice_of(_STRING),
+        "versions": _slice_of(_STRING),
+    },
+)
+_NETWORK_DEVICE_DATA = _struct(
+    "v1.NetworkDeviceData",
+    {"interfaceName": _STRING, "ips": _slice_of(_STRING), "hardwareAddress": _STRING},
+)
+
+
+def _device_metadata_type(package: str) -> _Type:
+    device = _struct(
+        f"{package}.Device",
+        {
+            "driver": _STRING,
+            "pool": _STRING,
+            "name": _STRING,
+            "attributes": _Type(
+                "map", "map[v1.QualifiedName]v1.DeviceAttribute", _DEVICE_ATTRIBUTE
+            ),
+            "networkData": _ptr(_NETWORK_DEVICE_DATA),
+        },
+    )
+    request = _struct(
+        f"{package}.DeviceMetadataRequest", {"name": _STRING, "devices": _slice_of(device)}
+    )
+    return _struct(
+        f"{package}.DeviceMetadata",
+        {
+            # metav1.TypeMeta is embedded without a JSON name: its fields are promoted.
+            "kind": _STRING,
+            "apiVersion": _STRING,
+            "metadata": _OBJECT_META,
+            "podClaimName": _ptr(_STRING),
+            "requests": _slice_of(request),
+        },
+    )
+
+
+_DEVICE_METADATA: Final = {
+    version: _device_metadata_type(version) for version in ("v1alpha1", "v1beta1")
+}
+
+
+class _Slice:
+    """A Go slice: its backing array (``len(buf)`` is the capacity) and its length.
+
+    Elements past the length survive in the backing array, and a later decode of
+    the same field reaches them again; ``None`` is an element's zero value.
+    """
+
+    __slots__ = ("buf", "length")
+
+    def __init__(self) -> None:
+        self.buf: list[object] = []
+        self.length = 0
+
+    def visible(self) -> list[object]:
+        return self.buf[: self.length]
+
+
+class _Fatal(Exception):
+    """An error that stops Go's decoder at once (one returned by an UnmarshalJSON method)."""
+
+
+_int64_literal = re.compile(r"-?(?:0|[1-9][0-9]{0,18})").fullmatch
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+
+
+class _BodyDecoder:
+    """Decodes a parsed object into a Go-typed value the way sigs.k8s.io/json does."""
+
+    __slots__ = ("data", "saved")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.saved: str | None = None  # the first UnmarshalTypeError, reported at the end
+
+    def mismatch(self, value: str, target: _Type, struct: str, path: str) -> None:
+        if self.saved is not None:
+            return
+        if struct or path:
+            self.saved = (
+                f"json: cannot unmarshal {value} into Go struct field "
+                f"{struct}.{path} of type {target.go}"
+            )
+        else:
+            self.saved = f"json: cannot unmarshal {value} into Go value of type {target.go}"
+
+    def value(self, target: _Type, node: _Node, current: object, struct: str, path: str) -> object:
+        """Decode ``node`` into a ``target`` value that holds ``current``; return the result."""
+        tag = target.tag
+        kind = node.kind
+        if tag == "str":
+            if kind == '"':
+                return node.text
+            if kind != "n":
+                self.mismatch(_WORDS[kind], target, struct, path)
+            return current
+        if tag == "int":
+            if kind == "0":
+                if _int64_literal(node.text) is not None:
+                    number = int(node.text)
+                    if _INT64_MIN <= number <= _INT64_MAX:
+                        return number
+                self.mismatch("number " + node.text, target, struct, path)
+            elif kind != "n":
+                self.mismatch(_WORDS[kind], target, struct, path)
+            return current
+        if tag == "bool":
+            if kind == "t" or kind == "f":
+                return kind == "t"
+            if kind != "n":
+                self.mismatch(_WORDS[kind], target, struct, path)
+            return current
+        if tag == "ptr":
+            assert target.elem is not None
+            if kind == "n":
+                return None
+            return self.value(target.elem, node, current, struct, path)
+        if tag == "struct":
+            if kind == "{":
+                fields = target.fields
+                record = current if isinstance(current, dict) else {}
+                for key, member in node.members:
+                    field_type = fields.get(key)
+                    if field_type is not None:
+                        record[key] = self.value(
+                            field_type,
+                            member,
+                            record.get(key),
+                            target.name,
+                            f"{path}.{key}" if path else key,
+                        )
+                return record
+            if kind != "n":
+                self.mismatch(_WORDS[kind], target, struct, path)
+            return current
+        if tag == "slice":
+            assert target.elem is not None
+            if kind == "[":
+                return self.slice(target.elem, node, current, struct, path)
+            if kind == "n":
+                return None
+            self.mismatch(_WORDS[kind], target, struct, path)
+            return current
+        if tag == "map":
+            assert target.elem is not None
+            if kind == "{":
+                mapping = current if isinstance(current, dict) else {}
+                for key, member in node.members:
+                    # Each map value is decoded from a fresh zero value.
+                    mapping[key] = self.value(target.elem, member, None, struct, path)
+                return mapping
+            if kind == "n":
+                return None
+            self.mismatch(_WORDS[kind], target, struct, path)
+            return current
+        if tag == "time":
+            return _unmarshal_time(node)
+        if tag == "raw":
+            # FieldsV1.UnmarshalJSON keeps the raw bytes (null never reaches it: *FieldsV1).
+            return RawJSON(_compact(self.data[node.start : node.end]))
+        raise AssertionError(tag)  # pragma: no cover
+
+    def slice(self, elem: _Type, node: _Node, current: object, struct: str, path: str) -> _Slice:
+        items = node.items
+        target = _Slice()
+        if not items:
+            return target  # an empty array makes a new empty slice
+        if isinstance(current, _Slice):
+            target = current
+        buf = target.buf
+        for index, item in enumerate(items):
+            if index >= len(buf):  # decode.go: grow by half, at least to 4
+                capacity = len(buf)
+                buf.extend([None] * (max(capacity + capacity // 2, 4) - capacity))
+            if index >= target.length:
+                target.length = index + 1
+            buf[index] = self.value(elem, item, buf[index], struct, path)
+        if len(items) < target.length:
+            target.length = len(items)
+        return target
+
+
+# --- metav1.Time -----------------------------------------------------------
+
+_LAYOUT: Final = "2006-01-02T15:04:05Z07:00"
+_ZERO_TIME: Final = (-62135596800, 0)  # 0001-01-01T00:00:00Z, Go's zero time.Time
+_GoTime: TypeAlias = tuple[int, int]  # (Unix seconds, nanoseconds)
+
+
+def _unmarshal_time(node: _Node) -> _GoTime | None:
+    """``metav1.Time.UnmarshalJSON``: ``null`` is the zero time, else a string for time.Parse."""
+    if node.kind == "n":
+        return None
+    if node.kind != '"':
+        raise _Fatal(f"json: cannot unmarshal {_WORDS[node.kind]} into Go value of type string")
+    return _parse_time(node.text)
+
+
+def _time_quote(raw: bytes) -> str:
+    """The ``time`` package's own quoting of values in ParseError messages."""
+    out = ['"']
+    for byte in raw:
+        if byte >= 0x80 or byte < 0x20:
+            out.append(f"\\x{byte:02x}")
+        elif byte in (0x22, 0x5C):
+            out.append("\\" + chr(byte))
+        else:
+            out.append(chr(byte))
+    out.append('"')
+    return "".join(out)
+
+
+def _days_in(month: int, year: int) -> int:
+    if month == 2:
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return 29 if leap else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    year -= month <= 2
+    era = year // 400
+    year_of_era = year - era * 400
+    day_of_year = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468
+
+
+def _civil_from_days(days: int) -> tuple[int, int, int]:
+    days += 719468
+    era = days // 146097
+    day_of_era = days - era * 146097
+    year_of_era = (
+        day_of_era - day_of_era // 1460 + day_of_era // 36524 - day_of_era // 146096
+    ) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    shifted_month = (5 * day_of_year + 2) // 153
+    day = day_of_year - (153 * shifted_month + 2) // 5 + 1
+    month = shifted_month + 3 if shifted_month < 10 else shifted_month - 9
+    return year_of_era + era * 400 + (month <= 2), month, day
+
+
+def _digit(raw: bytes, index: int) -> bool:
+    return index < len(raw) and 0x30 <= raw[index] <= 0x39
+
+
+def _getnum(raw: bytes, fixed: bool) -> tuple[int, bytes] | None:
+    """time's ``getnum``: one or two digits (exactly two when ``fixed``)."""
+    if not _digit(raw, 0):
+        return None
+    if not _digit(raw, 1):
+        if fixed:
+            return None
+        return raw[0] - 0x30, raw[1:]
+    return (raw[0] - 0x30) * 10 + raw[1] - 0x30, raw[2:]
+
+
+def _parse_time(text: str) -> _GoTime:
+    """Go's ``time.Parse(time.RFC3339, text)``, returning the instant or raising its error.
+
+    The RFC 3339 fast path only accepts a subset of what the general layout
+    parser accepts, with the same result, so only the general parser is modelled.
+    """
+    whole = text.encode("utf-8")
+    quoted = _time_quote(whole)
+
+    def cannot(value: bytes, element: str) -> NoReturn:
+        raise _Fatal(
+            f'parsing time {quoted} as "{_LAYOUT}": '
+            f'cannot parse {_time_quote(value)} as "{element}"'
+        )
+
+    def out_of_range(what: str) -> NoReturn:
+        raise _Fatal(f"parsing time {quoted}: {what} out of range")
+
+    def skip(value: bytes, prefix: bytes) -> bytes:
+        if not value.startswith(prefix):
+            cannot(value, prefix.decode("ascii"))
+        return value[len(prefix) :]
+
+    value = whole
+    if len(value) < 4 or not _digit(value, 0) or not value[:4].isdigit():
+        cannot(value, "2006")
+    year = int(value[:4])
+    value = skip(value[4:], b"-")
+    parsed = _getnum(value, True)
+    if parsed is None:
+        cannot(value, "01")
+    month, value = parsed
+    if not 1 <= month <= 12:
+        out_of_range("month")
+    value = skip(value, b"-")
+    parsed = _getnum(value, True)
+    if parsed is None:
+        cannot(value, "02")
+    day, value = parsed
+    value = skip(value, b"T")
+    parsed = _getnum(value, False)
+    if parsed is None:
+        cannot(value, "15")
+    hour, value = parsed
+    if hour >= 24:
+        out_of_range("hour")
+    value = skip(value, b":")
+    parsed = _getnum(value, True)
+    if parsed is None:
+        cannot(value, "04")
+    minute, value = parsed
+    if minute >= 60:
+        out_of_range("minute")
+    value = skip(value, b":")
+    parsed = _getnum(value, True)
+    if parsed is None:
+        cannot(value, "05")
+    second, value = parsed
+    if second >= 60:
+        out_of_range("second")
+    nanos = 0
+    if len(value) >= 2 and value[0] in (0x2E, 0x2C) and _digit(value, 1):
+        digits = 2
+        while _digit(value, digits):
+            digits += 1
+        fraction = value[1 : min(digits, 10)]
+        nanos = int(fraction) * 10 ** (9 - len(fraction))
+        value = value[digits:]
+    offset = 0
+    if value[:1] == b"Z":
+        value = value[1:]
+    else:
+        hold = value
+        if len(value) < 6 or value[3] != 0x3A:
+            cannot(hold, "Z07:00")
+        sign, hours, minutes, value = value[0], value[1:3], value[4:6], value[6:]
+        parsed_hours = _getnum(hours, True)
+        parsed_minutes = _getnum(minutes, True) if parsed_hours is not None else None
+        offset_hours = parsed_hours[0] if parsed_hours is not None else 0
+        offset_minutes = parsed_minutes[0] if parsed_minutes is not None else 0
+        if offset_minutes > 60:
+            out_of_range("time zone offset minute")
+        if offset_hours > 24:
+            out_of_range("time zone offset hour")
+        if parsed_minutes is None or sign not in (0x2B, 0x2D):
+            cannot(hold, "Z07:00")
+        offset = (offset_hours * 60 + offset_minutes) * 60
+        if sign == 0x2D:
+            offset = -offset
+    if value:
+        raise _Fatal(f"parsing time {quoted}: extra text: {_time_quote(value)}")
+    if not 1 <= day <= _days_in(month, year):
+        out_of_range("day")
+    seconds = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
+    return seconds - offset, nanos
+
+
+def _format_time(instant: _GoTime) -> str:
+    """``metav1.Time.MarshalJSON``: RFC 3339 in UTC, whole seconds."""
+    days, seconds = divmod(instant[0], 86400)
+    year, month, day = _civil_from_days(days)
+    year_text = f"-{-year:04d}" if year < 0 else f"{year:04d}"
+    return (
+        f"{year_text}-{month:02d}-{day:02d}T"
+        f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}Z"
+    )
+
+
+# --- FieldsV1 --------------------------------------------------------------
+
+_compact_token = re.compile(rb'"(?:[^"\\]|\\.)*"|[ \t\r\n]+', re.DOTALL)
+_html_chars = re.compile(rb"[<>&]|\xe2\x80[\xa8\xa9]")
+_HTML_ESCAPES: Final = {
+    b"<": b"\\u003c",
+    b">": b"\\u003e",
+    b"&": b"\\u0026",
+    b"\xe2\x80\xa8": b"\\u2028",
+    b"\xe2\x80\xa9": b"\\u2029",
+}
+
+
+def _compact(raw: bytes) -> str:
+    """Go's encoder output for a raw value: whitespace outside strings dropped, HTML escaped."""
+    compacted = _compact_token.sub(
+        lambda match: match.group() if match.group()[:1] == b'"' else b"", raw
+    )
+    escaped = _html_chars.sub(lambda match: _HTML_ESCAPES[match.group()], compacted)
+    return _go_utf8(escaped)
+
+
+# ---------------------------------------------------------------------------
+# Re-encoding as Go's encoding/json writes the decoded object
+# ---------------------------------------------------------------------------
+
+
+def _record(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: object) -> list[object]:
+    return value.visible() if isinstance(value, _Slice) else []
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _put_strings(out: dict[str, object], record: dict[str, object], names: tuple[str, ...]) -> None:
+    for name in names:
+        text = _text(record.get(name))
+        if text:
+            out[name] = text
+
+
+def _put_pointer_time(out: dict[str, object], name: str, value: object) -> None:
+    """A ``*metav1.Time``: absent when nil, ``null`` when it holds the zero time."""
+    if isinstance(value, tuple):
+        out[name] = None if value == _ZERO_TIME else _format_time(cast(_GoTime, value))
+
+
+def _encode_object_meta(meta: dict[str, object]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    _put_strings(
+        out, meta, ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion")
+    )
+    generation = meta.get("generation")
+    if isinstance(generation, int) and generation:
+        out["generation"] = generation
+    created = meta.get("creationTimestamp")
+    if isinstance(created, tuple) and created != _ZERO_TIME:
+        out["creationTimestamp"] = _format_time(cast(_GoTime, created))
+    _put_pointer_time(out, "deletionTimestamp", meta.get("deletionTimestamp"))
+    grace = meta.get("deletionGracePeriodSeconds")
+    if grace is not None:
+        out["deletionGracePeriodSeconds"] = grace
+    for name in ("labels", "annotations"):
+        mapping = meta.get(name)
+        if isinstance(mapping, dict) and mapping:
+            out[name] = {key: _text(mapping[key]) for key in sorted(mapping)}
+    owners = _items(meta.get("ownerReferences"))
+    if owners:
+        out["ownerReferences"] = [_encode_owner_reference(_record(owner)) for owner in owners]
+    finalizers = _items(meta.get("finalizers"))
+    if finalizers:
+        out["finalizers"] = [_text(item) for item in finalizers]
+    managed = _items(meta.get("managedFields"))
+    if managed:
+        out["managedFields"] = [_encode_managed_fields(_record(entry)) for entry in managed]
+    return out
+
+
+def _encode_owner_reference(owner: dict[str, object]) -> dict[str, object]:
+    out: dict[str, object] = {
+        name: _text(owner.get(name)) for name in ("apiVersion", "kind", "name", "uid")
+    }
+    for name in ("controller", "blockOwnerDeletion"):
+        flag = owner.get(name)
+        if flag is not None:
+            out[name] = flag
+    return out
+
+
+def _encode_managed_fields(entry: dict[str, object]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    _put_strings(out, entry, ("manager", "operation", "apiVersion"))
+    _put_pointer_time(out, "time", entry.get("time"))
+    _put_strings(out, entry, ("fieldsType",))
+    fields_v1 = entry.get("fieldsV1")
+    if isinstance(fields_v1, RawJSON):
+        out["fieldsV1"] = fields_v1
+    _put_strings(out, entry, ("subresource",))
+    return out
+
+
+def _encode_attribute(attribute: dict[str, object]) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for name in ("int", "bool", "string", "version"):
+        scalar = attribute.get(name)
+        if scalar is not None:
+            out[name] = scalar
+    zeros: dict[str, object] = {"ints": 0, "bools": False, "strings": "", "versions": ""}
+    for name, zero in zeros.items():
+        items = _items(attribute.get(name))
+        if items:
+            out[name] = [zero if item is None else item for item in items]
+    return out
+
+
+def _encode_device(device: dict[str, object]) -> dict[str, object]:
+    out: dict[str, object] = {name: _text(device.get(name)) for name in ("driver", "pool", "name")}
+    attributes = device.get("attributes")
+    if isinstance(attributes, dict) and attributes:
+        out["attributes"] = {
+            key: _encode_attribute(_record(attributes[key])) for key in sorted(attributes)
+        }
+    network = device.get("networkData")
+    if isinstance(network, dict):
+        data: dict[str, object] = {}
+        _put_strings(data, network, ("interfaceName",))
+        ips = _items(network.get("ips"))
+        if ips:
+            data["ips"] = [_text(ip) for ip in ips]
+        _put_strings(data, network, ("hardwareAddress",))
+        out["networkData"] = data
+    return out
+
+
+def _encode_device_metadata(top: dict[str, object]) -> dict[str, object]:
+    out: dict[str, object] = {"metadata": _encode_object_meta(_record(top.get("metadata")))}
+    claim = top.get("podClaimName")
+    if claim is not None:
+        out["podClaimName"] = claim
+    requests = _items(top.get("requests"))
+    if requests:
+        encoded = []
+        for item in requests:
+            request = _record(item)
+            one: dict[str, object] = {"name": _text(request.get("name"))}
+            devices = _items(request.get("devices"))
+            if devices:
+                one["devices"] = [_encode_device(_record(device)) for device in devices]
+            encoded.append(one)
+        out["requests"] = encoded
+    return out
+
+
+# ---------------------------------------------------------------------------
+# One entry, and the stream loop
+# ---------------------------------------------------------------------------
+
+
+def _decode_node(data: bytes, node: _Node) -> tuple[dict[str, object], str] | str:
+    """Everything Go does with one raw value after reading it (layers 2 to 4)."""
+    if node.kind != "{":
+        # Not a JSON object: the universal deserializer hands it to its YAML
+        # decoder, which (for any value jsontext accepts and YAML reads back
+        # unchanged) fails in Interpret just like the JSON path would.
+        if node.kind == "n":
+            raw_text = _go_utf8(data[node.start : node.end])
+            raise GoDecodeError(f"decode metadata object: Object 'Kind' is missing in '{raw_text}'")
+        raise GoDecodeError(
+            "decode metadata object: couldn't get version/kind; json parse error: "
+            f"json: cannot unmarshal {_WORDS[node.kind]} into Go value of type {_FIND_KIND_TYPE}"
+        )
+    api_version, kind = _interpret(node)
+    group, version = _parse_group_version(api_version)
+    group_version = f"{group}/{version}" if group else version
+    if not kind:
+        prefix = f"decode {group_version}: " if version else "decode metadata object: "
+        raw_text = _go_utf8(data[node.start : node.end])
+        raise GoDecodeError(f"{prefix}Object 'Kind' is missing in '{raw_text}'")
+    if not version:
+        raw_text = _go_utf8(data[node.start : node.end])
+        raise GoDecodeError(
+            f"decode metadata object: Object 'apiVersion' is missing in '{raw_text}'"
+        )
+
+    if group == _GROUP and version in _DEVICE_METADATA:
+        if kind == "DeviceMetadata":
+            return _decode_device_metadata(data, node, version, group_version)
+        if kind in _VERSIONED_META_KINDS:
+            raise _conversion_error(group, version, kind, f"v1.{kind}")
+    elif group == _GROUP and version == _INTERNAL:
+        if kind == "DeviceMetadata":
+            # Go would decode the body into the internal type, whose JSON keys are
+            # its Go field names, and then convert internal into internal. Nobody
+            # writes such files and this decoder does not model that path: it
+            # rejects the entry as fatal, which is what Go does for every
+            # registered version it cannot turn into a DeviceMetadata.
+            raise GoDecodeError(
+                f"decode {group_version}: the internal version is not a wire format "
+                "(not supported by this decoder)"
+            )
+        if kind == "WatchEvent":
+            raise _conversion_error(group, version, kind, "v1.InternalEvent")
+    if kind in _UNVERSIONED_KINDS:
+        raise _conversion_error(group, version, kind, f"v1.{kind}")
+    if (group, version) not in _OBSERVED_VERSIONS:
+        return group_version  # an unknown version: skipped by the stream loop
+    raise GoDecodeError(
+        f"decode {group_version}: no kind {_go_quote_str(kind)} is registered for version "
+        f"{_go_quote_str(group_version)} in scheme {_go_quote_str(_SCHEME_NAME)}"
+    )
+
+
+def _decode_device_metadata(
+    data: bytes, node: _Node, version: str, group_version: str
+) -> tuple[dict[str, object], str]:
+    decoder = _BodyDecoder(data)
+    try:
+        top = decoder.value(_DEVICE_METADATA[version], node, None, "", "")
+    except _Fatal as fatal:
+        raise GoDecodeError(f"decode {group_version}: {fatal}") from None
+    if decoder.saved is not None:
+        raise GoDecodeError(f"decode {group_version}: {decoder.saved}")
+    return _encode_device_metadata(_record(top)), group_version
+
+
+def decode_entry(raw: bytes) -> tuple[dict[str, object], str] | str:
+    """Decode one raw top-level value like Go: returns (wire_dict, api_version) on success,
+    or the group/version string (e.g. 'metadata.k8s.io/v99', or 'v2' when the group is empty)
+    when the entry is an unknown version to be skipped; raises GoDecodeError for every fatal
+    case."""
+    node, end = _read_value(raw, 0)
+    if end < len(raw) and raw[end] in _WS:
+        end = _end_of(_ws_end(raw, end))
+    if end < len(raw):
+        raise _bad_char(raw, end, "after top-level value")
+    return _decode_node(raw, node)
+
+
+def decode_stream(data: bytes) -> tuple[dict[str, object], str, int, int]:
+    """The whole §3.2 loop: returns (wire_dict, api_version, start, end) of the first
+    decodable entry (start/end = byte offsets of that raw entry in data), or raises
+    GoDecodeError with the exact message ('no metadata objects found in stream',
+    'no compatible metadata version found in stream (unknown versions: a, b)',
+    'read metadata object from stream: ...', 'decode metadata object: ...',
+    'decode <group/version>: ...', 'convert <GVK>: ...')."""
+    unknown: list[str] = []
+    pos = 0
+    while True:
+        start = next_value_start(data, pos)
+        if start is None:
+            break
+        node, end = _read_value(data, start)
+        result = _decode_node(data, node)
+        if isinstance(result, str):
+            unknown.append(result)
+            pos = end
+            continue
+        wire, api_version = result
+        return wire, api_version, node.start, end
+    if not unknown:
+        raise GoDecodeError("no metadata objects found in stream")
+    raise GoDecodeError(
+        "no compatible metadata version found in stream (unknown versions: "
+        + ", ".join(unknown)
+        + ")"
+    )

@@ -1,0 +1,79 @@
+"""Shared fixtures: the conformance corpus, the upstream fixtures and the sample tree."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_ROOT = REPO / "examples" / "dra-device-attributes"
+
+
+def shared_dir() -> Path | None:
+    """The steering repo's ``shared/`` folder: ``$DRA_METADATA_SHARED`` or beside the checkout."""
+    env = os.environ.get("DRA_METADATA_SHARED")
+    candidates = [Path(env)] if env else []
+    candidates.append(REPO.parent / "shared")
+    for candidate in candidates:
+        if (candidate / "conformance" / "corpus.jsonl").is_file():
+            return candidate
+    return None
+
+
+def load_corpus() -> list[dict[str, Any]]:
+    """Every conformance case, or an empty list when ``shared/`` is not there."""
+    shared = shared_dir()
+    if shared is None:
+        return []
+    with open(shared / "conformance" / "corpus.jsonl", encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+CORPUS = load_corpus()
+DECODE_CASES = [case for case in CORPUS if case["kind"] == "decode"]
+MERGE_CASES = [case for case in CORPUS if case["kind"] == "merge"]
+
+
+def case_input(case: dict[str, Any]) -> bytes:
+    """The raw stream of a decode case."""
+    return base64.b64decode(case["input_b64"])
+
+
+def case_files(case: dict[str, Any]) -> dict[str, bytes]:
+    """File name -> bytes of a merge case."""
+    return {name: base64.b64decode(data) for name, data in case["files_b64"].items()}
+
+
+def wire(obj: dict[str, Any]) -> dict[str, Any]:
+    """A corpus object without kind/apiVersion: the wire body ``to_dict()`` gives."""
+    return {key: value for key, value in obj.items() if key not in ("kind", "apiVersion")}
+
+
+def needs_corpus(cases: list[dict[str, Any]]) -> pytest.MarkDecorator:
+    """Parametrize over ``cases`` by id, or skip when the corpus is absent."""
+    if not cases:
+        return pytest.mark.skip(
+            reason="shared/conformance/corpus.jsonl not found (set DRA_METADATA_SHARED)"
+        )
+    return pytest.mark.parametrize("case", cases, ids=[case["id"] for case in cases])
+
+
+@pytest.fixture
+def upstream_fixtures() -> dict[str, bytes]:
+    """The upstream round-trip fixtures, byte-exact, by directory name."""
+    shared = shared_dir()
+    if shared is None:
+        pytest.skip("shared/fixtures/upstream not found (set DRA_METADATA_SHARED)")
+    base = shared / "fixtures" / "upstream"
+    return {entry.name: (entry / "metadata.json").read_bytes() for entry in sorted(base.iterdir())}
+
+
+@pytest.fixture
+def sample_root() -> Path:
+    """The committed sample tree in ``examples/``."""
+    return SAMPLE_ROOT

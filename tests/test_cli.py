@@ -1,0 +1,126 @@
+"""The dra-metadata command, run for real in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dra_metadata as dm
+from tests.conftest import REPO
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m dra_metadata ARGS`` from the checkout."""
+    return subprocess.run(
+        [sys.executable, "-m", "dra_metadata", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+    )
+
+
+def test_show_prints_the_merged_request_once_as_json(sample_root: Path) -> None:
+    """show prints one JSON document: Go's merged object for the request."""
+    done = run("show", "--root", str(sample_root), "--claim", "train", "--request", "accel")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    expected = dm.read_resource_claim("train", "accel", root=sample_root).to_dict()
+    assert shown == expected
+    assert [d["driver"] for d in shown["requests"][0]["devices"]] == [
+        "gpu.example.com",
+        "rdma.example.com",
+    ]
+
+
+def test_show_summary_lists_devices_and_files(sample_root: Path) -> None:
+    """The summary names every file, device and attribute, one per line."""
+    done = run(
+        "show",
+        "--template-claim",
+        "gpu",
+        "--request",
+        "gpu",
+        "--format",
+        "summary",
+        env={dm.ROOT_ENV: str(sample_root)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gpu.example.com worker-1/gpu-1" in done.stdout
+    assert "uuid = GPU-1c9e7b3a-5d2f-4e8a-b6c4-7a0e9d3f5b22" in done.stdout
+    assert "driverVersion = 570.124.6" in done.stdout
+    assert "gpu.example.com-metadata.json (claim ml-team/trainer-0-gpu-x7k2p" in done.stdout
+
+
+def test_show_missing_request_exits_2_with_one_line(tmp_path: Path) -> None:
+    """A missing request directory is exit 2 and one line on stderr naming it."""
+    done = run("show", "--root", str(tmp_path), "--claim", "c", "--request", "r")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        f"dra-metadata: no metadata files found in {tmp_path}/resourceclaims/c/r"
+    ]
+
+
+def test_unsafe_names_and_bad_options_are_usage_errors(tmp_path: Path) -> None:
+    """An unsafe name or a bad option exits 64."""
+    assert run("show", "--root", str(tmp_path), "--claim", "..", "--request", "r").returncode == 64
+    assert run("show", "--claim", "c").returncode == 64
+    assert run("frobnicate").returncode == 64
+
+
+def test_validate_exit_codes(tmp_path: Path, sample_root: Path) -> None:
+    """validate exits 0 when valid, 1 when invalid, 2 when undecodable or missing."""
+    good = sample_root / "resourceclaims/nic/eth/sriov.example.com-metadata.json"
+    bad = tmp_path / "bad-metadata.json"
+    bad.write_bytes(dm.encode(dm.DeviceMetadata(pod_claim_name="BAD")))
+    broken = tmp_path / "broken-metadata.json"
+    broken.write_bytes(b'{"kind":"DeviceMeta')
+    ok = run("validate", str(good))
+    assert ok.returncode == 0, ok.stderr
+    assert "valid (metadata.resource.k8s.io/v1beta1)" in ok.stdout
+    invalid = run("validate", str(good), str(bad))
+    assert invalid.returncode == 1
+    assert (
+        f'{bad}: podClaimName: Invalid value: "BAD": a lowercase RFC 1123 label' in invalid.stdout
+    )
+    undecodable = run("validate", str(bad), str(broken), str(tmp_path / "missing.json"))
+    assert undecodable.returncode == 2
+    assert f"{broken}: read metadata object from stream: unexpected EOF" in undecodable.stderr
+    assert "no such file or directory" in undecodable.stderr
+
+
+def test_console_script_is_installed(sample_root: Path) -> None:
+    """The installed dra-metadata entry point runs the same CLI."""
+    exe = shutil.which("dra-metadata")
+    if exe is None:
+        pytest.skip("dra-metadata is not on PATH (package not installed)")
+    done = subprocess.run(
+        [exe, "show", "--root", str(sample_root), "--claim", "nic", "--request", "eth"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (
+        json.loads(done.stdout)["requests"][0]["devices"][0]["networkData"]["interfaceName"]
+        == "net1"
+    )
+
+
+def test_help_documents_the_exit_codes() -> None:
+    """--help of every command names the exit codes."""
+    for args in ([], ["show"], ["validate"]):
+        done = run(*args, "--help")
+        assert done.returncode == 0
+        assert (
+            "exit codes: 0 success, 1 invalid, 2 missing or undecodable, 64 usage error"
+            in done.stdout
+        )

@@ -1,0 +1,137 @@
+"""The typed model: attribute kinds, name resolution, standard attributes, wire form."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+import dra_metadata as dm
+
+A = dm.DeviceAttribute
+
+
+def device(**attributes: dm.DeviceAttribute) -> dm.Device:
+    return dm.Device("gpu.example.com", "pool", "gpu-0", attributes=dict(attributes))
+
+
+@pytest.mark.parametrize(
+    ("attribute", "kind", "value"),
+    [
+        (A(int=0), "int", 0),
+        (A(bool=False), "bool", False),
+        (A(string=""), "string", ""),
+        (A(version="1.2.3"), "version", "1.2.3"),
+        (A(ints=(1, 2)), "ints", (1, 2)),
+        (A(bools=(True,)), "bools", (True,)),
+        (A(strings=("a",)), "strings", ("a",)),
+        (A(versions=("1.0.0",)), "versions", ("1.0.0",)),
+        (A(), None, None),
+        (A(ints=()), None, None),
+    ],
+)
+def test_attribute_value_keeps_its_kind(
+    attribute: dm.DeviceAttribute, kind: str | None, value: object
+) -> None:
+    """An attribute reports its kind and gives its value typed that way; empty lists are unset."""
+    assert attribute.kind == kind
+    assert attribute.value == value
+    assert type(attribute.value) is type(value) or isinstance(attribute.value, dm.VersionValue)
+
+
+def test_versions_parse_with_semver_on_demand() -> None:
+    """Version values are strings that parse to semver.Version when asked."""
+    value = A(version="1.2.3-rc.1+build.7").value
+    assert isinstance(value, dm.VersionValue)
+    assert value.semver.prerelease == "rc.1"
+    assert [v.semver.major for v in A(versions=("1.0.0", "2.0.0")).value] == [1, 2]  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="not valid SemVer"):
+        dm.VersionValue("570.124").semver  # noqa: B018 - the property raises
+
+
+def test_unqualified_names_resolve_in_the_driver_domain() -> None:
+    """`model` and `<driver>/model` name the same attribute; other domains do not match."""
+    dev = device(model=A(string="A100"), **{"dra.net/ifName": A(string="eth0")})
+    assert dev.attribute("model") == dev.attribute("gpu.example.com/model") == "A100"
+    assert dev.attribute("other.example.com/model") is None
+    assert dev.attribute("dra.net/ifName") == "eth0"
+    assert dev.attribute("ifName") is None
+    assert dev.attribute("missing", default=7) == 7
+    qualified = device(**{"gpu.example.com/uuid": A(string="u")})
+    assert qualified.attribute("uuid") == "u"
+    assert set(dev.qualified_attributes()) == {"gpu.example.com/model", "dra.net/ifName"}
+
+
+def test_standard_attributes_have_properties() -> None:
+    """pciBusID, pcieRoot and numaNode (scalar or list) are read from resource.kubernetes.io."""
+    dev = device(
+        **{
+            "resource.kubernetes.io/pciBusID": A(string="0000:3b:00.0"),
+            "resource.kubernetes.io/pcieRoot": A(string="pci0000:3a"),
+            "resource.kubernetes.io/numaNode": A(ints=(5, 4, 6)),
+        }
+    )
+    assert (dev.pci_bus_id, dev.pcie_root, dev.numa_node, dev.numa_nodes) == (
+        "0000:3b:00.0",
+        "pci0000:3a",
+        5,
+        (5, 4, 6),
+    )
+    scalar = device(**{"resource.kubernetes.io/numaNode": A(int=1)}, numaNode=A(int=9))
+    assert (scalar.numa_node, scalar.numa_nodes) == (1, (1,))
+    bare = device(numaNode=A(int=9), pciBusID=A(string="x"))
+    assert (bare.numa_node, bare.pci_bus_id, bare.pcie_root) == (None, None, None)
+
+
+def test_model_is_frozen() -> None:
+    """Decoded objects are immutable."""
+    md = dm.DeviceMetadata()
+    with pytest.raises(AttributeError):
+        md.pod_claim_name = "x"
+
+
+def test_to_dict_follows_go_omitempty() -> None:
+    """Wire form: metadata always there, zero pointers kept, empty lists and zero ints dropped."""
+    md = dm.DeviceMetadata(
+        pod_claim_name="",
+        requests=(
+            dm.DeviceMetadataRequest(
+                "",
+                (dm.Device("d", "p", "n", {"a": A(int=0, ints=())}, dm.NetworkDeviceData()),),
+            ),
+        ),
+    )
+    assert md.to_dict() == {
+        "metadata": {},
+        "podClaimName": "",
+        "requests": [
+            {
+                "name": "",
+                "devices": [
+                    {
+                        "driver": "d",
+                        "pool": "p",
+                        "name": "n",
+                        "attributes": {"a": {"int": 0}},
+                        "networkData": {},
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def test_devices_iterates_every_request() -> None:
+    """devices() yields (request, device) pairs in order; request() finds by exact name."""
+    one, two = dm.Device("d", "p", "a"), dm.Device("d", "p", "b")
+    md = dm.DeviceMetadata(
+        requests=(dm.DeviceMetadataRequest("x", (one,)), dm.DeviceMetadataRequest("y/z", (two,)))
+    )
+    assert [(r.name, d.name) for r, d in md.devices()] == [("x", "a"), ("y/z", "b")]
+    assert md.request("y/z") is md.requests[1]
+    assert md.request("y") is None
+
+
+def test_unknown_fields_are_not_part_of_the_model() -> None:
+    """The model itself rejects unknown fields (the decoder handles Go's leniency)."""
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"kind": "DeviceMetadata", "bogus": 1}, dm.DeviceMetadata)
