@@ -42,7 +42,7 @@ class _MissingKind(msgspec.Struct, tag_field="kind", tag="\x00"):
 
 _FAST: Final = msgspec.json.Decoder(DeviceMetadata | _MissingKind)
 # When the entry starts with the kind key, as the Go writer's do, the tag is there.
-_FAST_GO: Final = msgspec.json.Decoder(DeviceMetadata)
+_FAST_GO: Final = msgspec.json.Decoder(DeviceMetadata | _MissingKind)
 _GO_ENTRY_START: Final = b'{\n  "kind": "DeviceMetadata",\n'
 # Entries shorter than this are copied (cheap), longer ones viewed (no copy).
 _COPY_LIMIT: Final = 16384
@@ -119,14 +119,9 @@ def _decode_fast(data: bytes) -> DeviceMetadata | None:
     end = (size - 3) >> 1
     if not data.startswith(_ENTRY_BOUNDARY, end - 1):
         end = _find_entry_end(data, size)
-        if end < 0:
-            return None
+    decoder = _FAST_GO if data.startswith(_GO_ENTRY_START) else _FAST
     try:
-        entry = data[:end] if end < _COPY_LIMIT else memoryview(data)[:end]
-        if data.startswith(_GO_ENTRY_START):
-            md = _FAST_GO.decode(entry)
-        else:
-            md = _FAST.decode(entry)
+        md = decoder.decode(data[:end] if end < _COPY_LIMIT else memoryview(data)[:end])
     except msgspec.DecodeError:  # also ValidationError
         return None
     if type(md) is not DeviceMetadata or md.api_version not in _KNOWN_VERSIONS:
@@ -136,9 +131,8 @@ def _decode_fast(data: bytes) -> DeviceMetadata | None:
         meta.managed_fields
         or meta.creation_timestamp is not None
         or meta.deletion_timestamp is not None
-    ):
-        if not _plain_meta(meta):
-            return None
+    ) and not _plain_meta(meta):
+        return None
     # Every JSON object of the entry must be one object of the result: a dropped
     # object means a duplicate key that Go would have merged (or a brace in a string).
     objects = 2 + len(meta.owner_references) + len(md.requests)
@@ -161,7 +155,7 @@ def _decode_fast(data: bytes) -> DeviceMetadata | None:
 
 
 def _find_entry_end(data: bytes, size: int) -> int:
-    """Where the first entry ends when entries are of near-equal size, else -1."""
+    """Where the first entry ends, guessing that entries are of near-equal size."""
     for parts in (2, 3):
         middle = size // parts
         found = data.find(_ENTRY_BOUNDARY, max(0, middle - _SPLIT_WINDOW), middle + _SPLIT_WINDOW)

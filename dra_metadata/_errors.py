@@ -99,8 +99,14 @@ class ErrorType(enum.StrEnum):
         return self.value
 
 
+class _Omitted(str):
+    """Go's private "value omitted" marker: equal to its text, told apart by identity."""
+
+    __slots__ = ()
+
+
 #: The bad value Go records for errors that do not show the value (``Too long``).
-VALUE_OMITTED: Final = "<value omitted>"
+VALUE_OMITTED: Final = _Omitted("<value omitted>")
 
 
 #: What a validation error's ``bad_value`` can hold.
@@ -180,11 +186,11 @@ class FieldError:
         text = self.type.value
         if (
             self.type not in (ErrorType.REQUIRED, ErrorType.TOO_LONG)
-            and self.bad_value != VALUE_OMITTED
+            and self.bad_value is not VALUE_OMITTED
         ):
             value = self.bad_value
             if value is None:
-                text += ": null"
+                text += ': "null"'  # Go renders a nil value as the quoted string "null"
             elif isinstance(value, bool):
                 text += ": true" if value else ": false"
             elif isinstance(value, int):

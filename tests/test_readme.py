@@ -48,7 +48,7 @@ def console_examples() -> list[tuple[str, str]]:
     return found
 
 
-@pytest.mark.parametrize("command,output", console_examples(), ids=lambda v: str(v)[:40])
+@pytest.mark.parametrize(("command", "output"), console_examples(), ids=lambda v: str(v)[:40])
 def test_console_examples_print_what_is_shown(command: str, output: str, tmp_path: Path) -> None:
     """Each `$ command` shown with its output prints exactly that output."""
     words = shlex.split(command)

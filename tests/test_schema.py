@@ -38,7 +38,11 @@ def _corpus_path() -> Path | None:
 def _corpus_objects() -> list[Any]:
     path = _corpus_path()
     if path is None:
-        return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason="no corpus"))]
+        reason = (
+            "conformance corpus not found: neither ../shared/conformance/corpus.jsonl beside "
+            "the checkout nor $DRA_METADATA_SHARED/conformance/corpus.jsonl"
+        )
+        return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=reason))]
     with open(path, encoding="utf-8") as lines:
         cases = [json.loads(line) for line in lines if line.strip()]
     return [

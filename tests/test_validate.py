@@ -51,9 +51,11 @@ def _validated_cases() -> list[dict[str, Any]]:
 
 
 CORPUS_CASES = _validated_cases()
-_NO_CORPUS: list[Any] = [
-    pytest.param(None, marks=pytest.mark.skip(reason="conformance corpus not found"))
-]
+_NO_CORPUS_REASON = (
+    "conformance corpus not found: neither ../shared/conformance/corpus.jsonl beside the "
+    "checkout nor $DRA_METADATA_SHARED/conformance/corpus.jsonl"
+)
+_NO_CORPUS: list[Any] = [pytest.param(None, marks=pytest.mark.skip(reason=_NO_CORPUS_REASON))]
 corpus = pytest.mark.parametrize(
     "case",
     CORPUS_CASES or _NO_CORPUS,
@@ -396,6 +398,12 @@ def test_models_keep_errors_relative_to_themselves() -> None:
     assert [e.field for e in attribute.field_errors] == ["strings[0]"]
     assert [e.field for e in device.field_errors] == ["attributes[k].strings[0]"]
     assert [e.field for e in model.field_errors] == [f"{ATTR}[k].strings[0]"]
+
+
+def test_a_bad_value_that_reads_value_omitted_is_still_shown() -> None:
+    """A name that happens to be "<value omitted>" is quoted in the text, as Go quotes it."""
+    (error,) = validate_wire({"podClaimName": "<value omitted>"})
+    assert str(error).startswith('podClaimName: Invalid value: "<value omitted>": ')
 
 
 def test_dedupe_drops_repeated_texts() -> None:
