@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ def load_corpus() -> list[dict[str, Any]]:
 
 CORPUS = load_corpus()
 DECODE_CASES = [case for case in CORPUS if case["kind"] == "decode"]
+#: Decode cases that produced an object (valid or not): the validation corpus.
+VALIDATED_CASES = [case for case in DECODE_CASES if case["expect"]["object"] is not None]
 MERGE_CASES = [case for case in CORPUS if case["kind"] == "merge"]
 
 
@@ -52,6 +55,43 @@ def case_files(case: dict[str, Any]) -> dict[str, bytes]:
 def wire(obj: dict[str, Any]) -> dict[str, Any]:
     """A corpus object without kind/apiVersion: the wire body ``to_dict()`` gives."""
     return {key: value for key, value in obj.items() if key not in ("kind", "apiVersion")}
+
+
+def portable_prefix(message: str) -> str:
+    """The part of a Go error text that does not depend on Go's library wording."""
+    for fixed in ("no metadata objects found in stream", "no compatible metadata version found"):
+        if message.startswith(fixed):
+            return message
+    for prefix in ("read metadata object from stream: ", "decode metadata object: "):
+        if message.startswith(prefix):
+            return prefix
+    match = re.match(r"(decode [^ :]+: |convert [^:]+: )", message)
+    assert match, f"unexpected Go error shape: {message!r}"
+    return match.group(1)
+
+
+def valid_wire_object() -> dict[str, Any]:
+    """The upstream validation tests' valid object (PROTOCOL §7.3), plus network data."""
+    return {
+        "kind": "DeviceMetadata",
+        "apiVersion": "metadata.resource.k8s.io/v1beta1",
+        "metadata": {"name": "claim", "namespace": "default", "generation": 1},
+        "podClaimName": "claim",
+        "requests": [
+            {
+                "name": "request/subrequest",
+                "devices": [
+                    {
+                        "driver": "gpu.example.com",
+                        "pool": "worker-0",
+                        "name": "gpu-0",
+                        "attributes": {"model": {"string": "LATEST-GPU-MODEL"}},
+                        "networkData": {"interfaceName": "eth0", "ips": ["192.0.2.5/24"]},
+                    }
+                ],
+            }
+        ],
+    }
 
 
 def needs_corpus(cases: list[dict[str, Any]]) -> pytest.MarkDecorator:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from typing import Any
 
 import pytest
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 import dra_metadata as dm
 from dra_metadata._decode import _decode_fast, decode_exact
 from tests import strategies
-from tests.conftest import DECODE_CASES, case_input, needs_corpus, wire
+from tests.conftest import DECODE_CASES, case_input, needs_corpus, portable_prefix, wire
 
 Outcome = tuple[str, Any, Any]
 
@@ -26,19 +25,6 @@ def outcome(data: bytes, *, exact: bool = False) -> Outcome:
     except dm.DecodeError as err:
         return ("error", str(err), None)
     return ("ok", md.api_version, md.to_dict())
-
-
-def portable_prefix(message: str) -> str:
-    """The part of a Go error text that does not depend on Go's library wording."""
-    for fixed in ("no metadata objects found in stream", "no compatible metadata version found"):
-        if message.startswith(fixed):
-            return message
-    for prefix in ("read metadata object from stream: ", "decode metadata object: "):
-        if message.startswith(prefix):
-            return prefix
-    match = re.match(r"(decode [^ :]+: |convert [^:]+: )", message)
-    assert match, f"unexpected Go error shape: {message!r}"
-    return match.group(1)
 
 
 @needs_corpus(DECODE_CASES)

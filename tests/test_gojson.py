@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,44 +18,10 @@ from dra_metadata._gojson import (
     next_value_start,
     read_value_end,
 )
+from tests.conftest import DECODE_CASES, case_input, needs_corpus
+from tests.conftest import wire as corpus_wire
 
 # --- the conformance corpus ---------------------------------------------------
-
-
-def _corpus_path() -> Path | None:
-    candidates = [Path(__file__).resolve().parents[2] / "shared" / "conformance" / "corpus.jsonl"]
-    env = os.environ.get("DRA_METADATA_SHARED")
-    if env:
-        candidates.append(Path(env) / "conformance" / "corpus.jsonl")
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _load_decode_cases() -> list[dict[str, Any]]:
-    path = _corpus_path()
-    if path is None:
-        return []
-    with path.open(encoding="utf-8") as lines:
-        cases = [json.loads(line) for line in lines if line.strip()]
-    return [case for case in cases if case["kind"] == "decode"]
-
-
-DECODE_CASES = _load_decode_cases()
-
-#: Corpus cases whose full Go message is not reproduced, with the reason; only
-#: the portable prefix is asserted for them. Every current case matches exactly.
-PREFIX_ONLY: dict[str, str] = {}
-
-
-def _portable_prefix(message: str) -> str:
-    for prefix in ("read metadata object from stream: ", "decode metadata object: ", "convert "):
-        if message.startswith(prefix):
-            return prefix
-    if message.startswith("decode "):
-        return message.split(": ", 1)[0] + ": "
-    return message
 
 
 def _plain(value: object) -> object:
@@ -72,39 +35,20 @@ def _plain(value: object) -> object:
     return value
 
 
-def _corpus_params() -> list[Any]:
-    if not DECODE_CASES:
-        return [
-            pytest.param(
-                None,
-                marks=pytest.mark.skip(
-                    reason="conformance corpus not found beside the checkout "
-                    "(set DRA_METADATA_SHARED to the shared/ folder)"
-                ),
-                id="no-corpus",
-            )
-        ]
-    return [pytest.param(case, id=case["id"]) for case in DECODE_CASES]
-
-
-@pytest.mark.parametrize("case", _corpus_params())
+@needs_corpus(DECODE_CASES)
 def test_corpus_decode_case(case: dict[str, Any]) -> None:
     """Every decode case of the corpus decodes, or fails, exactly as the Go reference did."""
-    data = base64.b64decode(case["input_b64"])
+    data = case_input(case)
     expect = case["expect"]
     if expect["error"] is None:
-        wire, api_version, start, end = decode_stream(data)
-        object_ = {k: v for k, v in expect["object"].items() if k not in ("kind", "apiVersion")}
-        assert _plain(wire) == object_
+        body, api_version, start, end = decode_stream(data)
+        assert _plain(body) == corpus_wire(expect["object"])
         assert api_version == expect["version"]
         assert 0 <= start < end <= len(data)
         return
     with pytest.raises(GoDecodeError) as caught:
         decode_stream(data)
-    if case["id"] in PREFIX_ONLY:
-        assert str(caught.value).startswith(_portable_prefix(expect["error"]))
-    else:
-        assert str(caught.value) == expect["error"]
+    assert str(caught.value) == expect["error"]
 
 
 # --- helpers ------------------------------------------------------------------
@@ -577,7 +521,7 @@ def test_wire_key_order_follows_go_struct_order() -> None:
 
 # --- robustness ---------------------------------------------------------------
 
-_SEEDS = [base64.b64decode(case["input_b64"])[:4000] for case in DECODE_CASES[:60]] or [entry()]
+_SEEDS = [case_input(case)[:4000] for case in DECODE_CASES[:60]] or [entry()]
 _JSONISH = st.sampled_from(
     list(b'{}[],:"\\ \t\n0123456789-.eEtrufalsn\x00\x7f\xc3\xa9\xff\xed\xa0')
 )

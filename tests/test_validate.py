@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -25,42 +24,12 @@ from dra_metadata._validate import (
     dedupe,
     validate_wire,
 )
+from tests.conftest import VALIDATED_CASES, needs_corpus, valid_wire_object
 
 # --------------------------------------------------------------------------- corpus
 
 
-def _corpus_path() -> Path | None:
-    beside = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "corpus.jsonl"
-    if beside.is_file():
-        return beside
-    shared = os.environ.get("DRA_METADATA_SHARED")
-    if shared:
-        from_env = Path(shared) / "conformance" / "corpus.jsonl"
-        if from_env.is_file():
-            return from_env
-    return None
-
-
-def _validated_cases() -> list[dict[str, Any]]:
-    path = _corpus_path()
-    if path is None:
-        return []
-    with open(path, encoding="utf-8") as lines:
-        cases = [json.loads(line) for line in lines if line.strip()]
-    return [c for c in cases if c["kind"] == "decode" and c["expect"].get("object") is not None]
-
-
-CORPUS_CASES = _validated_cases()
-_NO_CORPUS_REASON = (
-    "conformance corpus not found: neither ../shared/conformance/corpus.jsonl beside the "
-    "checkout nor $DRA_METADATA_SHARED/conformance/corpus.jsonl"
-)
-_NO_CORPUS: list[Any] = [pytest.param(None, marks=pytest.mark.skip(reason=_NO_CORPUS_REASON))]
-corpus = pytest.mark.parametrize(
-    "case",
-    CORPUS_CASES or _NO_CORPUS,
-    ids=[c["id"] for c in CORPUS_CASES] or ["no-corpus"],
-)
+corpus = needs_corpus(VALIDATED_CASES)
 
 GO_TYPE_NAMES = {
     ErrorType.REQUIRED: "FieldValueRequired",
@@ -125,26 +94,7 @@ def test_corpus_error_order_matches_go(case: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- PROTOCOL §7.3
 
 
-def _base() -> dict[str, Any]:
-    return {
-        "kind": "DeviceMetadata",
-        "apiVersion": "metadata.resource.k8s.io/v1beta1",
-        "metadata": {"name": "claim", "namespace": "default", "generation": 1},
-        "podClaimName": "claim",
-        "requests": [
-            {
-                "name": "request/subrequest",
-                "devices": [
-                    {
-                        "driver": "gpu.example.com",
-                        "pool": "worker-0",
-                        "name": "gpu-0",
-                        "attributes": {"model": {"string": "LATEST-GPU-MODEL"}},
-                    }
-                ],
-            }
-        ],
-    }
+_base = valid_wire_object
 
 
 Mutation = Callable[[dict[str, Any]], object]
