@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import semver
 
 __all__ = [
+    "ATTRIBUTE_KINDS",
     "DOMAIN_SEPARATOR",
     "STANDARD_DOMAIN",
     "V1ALPHA1",
@@ -57,7 +58,8 @@ _Bool = bool
 _Str = str
 
 AttributeKind = Literal["int", "bool", "string", "version", "ints", "bools", "strings", "versions"]
-_ATTRIBUTE_KINDS: Final[tuple[AttributeKind, ...]] = (
+#: The members of a DeviceAttribute, in Go's order (also the order of union error texts).
+ATTRIBUTE_KINDS: Final[tuple[AttributeKind, ...]] = (
     "int",
     "bool",
     "string",
@@ -137,12 +139,12 @@ class DeviceAttribute(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
 
     def set_kinds(self) -> tuple[AttributeKind, ...]:
         """The names of the members that are set, in Go's order."""
-        return tuple(kind for kind in _ATTRIBUTE_KINDS if getattr(self, kind) not in (None, ()))
+        return tuple(kind for kind in ATTRIBUTE_KINDS if getattr(self, kind) not in (None, ()))
 
     @property
     def kind(self) -> AttributeKind | None:
         """The first member that is set (``"int"``, ``"strings"`` ...), or ``None``."""
-        for kind in _ATTRIBUTE_KINDS:
+        for kind in ATTRIBUTE_KINDS:
             if getattr(self, kind) not in (None, ()):
                 return kind
         return None

@@ -57,6 +57,7 @@ from ._formats import (
     is_resource_pool_name,
     is_short_name,
 )
+from ._model import ATTRIBUTE_KINDS
 
 if TYPE_CHECKING:
     from pydantic.json_schema import JsonSchemaValue
@@ -97,16 +98,7 @@ MAX_HARDWARE_ADDRESS_BYTES: Final = 128
 MAX_IPS: Final = 16
 MANAGED_FIELDS_OPERATIONS: Final = ("Apply", "Update")
 
-_ATTRIBUTE_MEMBERS: Final = (
-    "int",
-    "bool",
-    "string",
-    "version",
-    "ints",
-    "bools",
-    "strings",
-    "versions",
-)
+_ATTRIBUTE_MEMBERS: Final = ATTRIBUTE_KINDS
 _ATTRIBUTE_LIST_MEMBERS: Final = ("ints", "bools", "strings", "versions")
 _MEMBER_LIST_TEXT: Final = ", ".join(f"`{member}`" for member in _ATTRIBUTE_MEMBERS)
 _NO_MEMBER_DETAIL: Final = f"must specify one of: {_MEMBER_LIST_TEXT}"
