@@ -114,10 +114,10 @@ BadValue = str | int | bool | None
 
 
 def go_quote(text: str) -> str:
-    """Quote ``text`` as Go's ``%q`` verb does (``strconv.Quote``).
+    r"""Quote ``text`` as Go's ``%q`` verb does (``strconv.Quote``).
 
-    >>> go_quote('a"b\n')
-    '"a\\"b\\n"'
+    >>> print(go_quote('tab\there "quoted" é'))
+    "tab\there \"quoted\" é"
     """
     out = ['"']
     for ch in text:
