@@ -198,8 +198,6 @@ def _validate(args: argparse.Namespace) -> int:
     for path in args.files:
         try:
             md = read_file(path)
-        except InvalidNameError:
-            raise
         except DRAMetadataError as err:
             _fail(str(err))
             worst = EXIT_UNREADABLE

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Final
-
-import msgspec
+from typing import Any, Final
 
 from ._model import V1ALPHA1, V1BETA1, DeviceMetadata
 
@@ -86,27 +84,23 @@ def _go_escape(text: str) -> str:
     return _NEEDS_ESCAPE.sub(lambda m: _GO_ESCAPES.get(m.group(), "\\ufffd"), text)
 
 
-def _wire_for_encoding(md: DeviceMetadata) -> tuple[dict[str, object], list[str]]:
+def _wire_for_encoding(md: DeviceMetadata) -> tuple[dict[str, Any], list[str]]:
     """The wire body with Go's map order and raw ``fieldsV1`` replaced by markers."""
-    body: dict[str, object] = msgspec.json.decode(msgspec.json.encode(md))
-    body.pop("kind", None)
-    body.pop("apiVersion", None)
-    body.pop("sources", None)
-    meta = body.pop("metadata", {})
+    body = md.wire_body()
+    meta = body["metadata"]
     raws: list[str] = []
-    if isinstance(meta, dict):
-        for key in ("labels", "annotations"):
-            if key in meta:
-                meta[key] = dict(sorted(meta[key].items()))
-        for entry in meta.get("managedFields", ()):
-            if "fieldsV1" in entry:
-                raws.append(entry["fieldsV1"])
-                entry["fieldsV1"] = f"{_RAW_MARK}{len(raws) - 1}"
-    for request in body.get("requests", ()):  # type: ignore[attr-defined]
+    for key in ("labels", "annotations"):
+        if key in meta:
+            meta[key] = dict(sorted(meta[key].items()))
+    for entry in meta.get("managedFields", ()):
+        if "fieldsV1" in entry:
+            raws.append(entry["fieldsV1"])
+            entry["fieldsV1"] = f"{_RAW_MARK}{len(raws) - 1}"
+    for request in body.get("requests", ()):
         for device in request.get("devices", ()):
             if "attributes" in device:
                 device["attributes"] = dict(sorted(device["attributes"].items()))
-    return {"metadata": meta, **body}, raws
+    return body, raws
 
 
 def _place_raw(match: re.Match[str], raws: list[str]) -> str:

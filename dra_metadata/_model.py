@@ -14,7 +14,7 @@ version it came from in :attr:`DeviceMetadata.api_version`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, ClassVar, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal
 
 import msgspec
 
@@ -374,17 +374,18 @@ class DeviceMetadata(
         For a decoded object this equals what Go's encoder gives for the same
         object; for a merged read it equals Go's merged object.
         """
-        raw: dict[str, object] = msgspec.json.decode(msgspec.json.encode(self))
+        body = self.wire_body()
+        for entry in body["metadata"].get("managedFields", ()):
+            if "fieldsV1" in entry:
+                entry["fieldsV1"] = msgspec.json.decode(entry["fieldsV1"])
+        return dict(body)
+
+    def wire_body(self) -> dict[str, Any]:
+        """:meth:`to_dict`, but with each ``fieldsV1`` left as its raw JSON text."""
+        raw: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
         for key in self._NOT_WIRE:
             raw.pop(key, None)
-        body: dict[str, object] = {"metadata": raw.pop("metadata", {})}
-        body.update(raw)
-        meta = body["metadata"]
-        if isinstance(meta, dict) and "managedFields" in meta:
-            for entry in meta["managedFields"]:
-                if "fieldsV1" in entry:
-                    entry["fieldsV1"] = msgspec.json.decode(entry["fieldsV1"])
-        return body
+        return {"metadata": raw.pop("metadata", {}), **raw}
 
     def devices(self) -> Iterator[tuple[DeviceMetadataRequest, Device]]:
         """Every ``(request, device)`` pair, in request then device order."""

@@ -11,7 +11,6 @@ object metadata. Unlike Go, the result also keeps each file's identity
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from typing import Final
@@ -19,6 +18,7 @@ from typing import Final
 from ._decode import decode
 from ._errors import DecodeError, DRAMetadataError, FileTooLargeError, MetadataNotFoundError
 from ._model import (
+    Device,
     DeviceMetadata,
     DeviceMetadataRequest,
     MergedDeviceMetadata,
@@ -115,13 +115,9 @@ def metadata_files(directory: str) -> list[str]:
     """The metadata files in ``directory``, in Go's order (bytewise, dot-files included)."""
     try:
         names = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    except NotADirectoryError:
-        return []
+    except (FileNotFoundError, NotADirectoryError):
+        return []  # Go's glob: no directory, no matches
     except OSError as err:
-        if err.errno in (errno.ENOENT, errno.ENOTDIR):
-            return []
         raise DRAMetadataError(
             f"glob metadata files in {directory}: {_os_reason(err)}", path=directory
         ) from None
@@ -145,7 +141,7 @@ def merge(files: list[tuple[str, DeviceMetadata]]) -> MergedDeviceMetadata:
     """Merge decoded files of one request directory, in the order given, as Go does."""
     pod_claim_name: str | None = None
     order: list[str] = []
-    devices: dict[str, list[object]] = {}
+    devices: dict[str, list[Device]] = {}
     sources: list[MetadataSource] = []
     for path, md in files:
         if pod_claim_name is None:
@@ -173,8 +169,7 @@ def merge(files: list[tuple[str, DeviceMetadata]]) -> MergedDeviceMetadata:
         api_version=versions.pop() if len(versions) == 1 else "",
         pod_claim_name=pod_claim_name,
         requests=tuple(
-            DeviceMetadataRequest(name=name, devices=tuple(devices[name]))  # type: ignore[arg-type]
-            for name in order
+            DeviceMetadataRequest(name=name, devices=tuple(devices[name])) for name in order
         ),
         sources=tuple(sources),
     )
