@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -260,3 +261,52 @@ def test_rename_on_the_host_leaves_the_old_content_in_the_container(
         dm.read_resource_claim("c", "gpu", driver="gpu.example.com", root=root).metadata.uid
         == "uid-1"
     )
+
+
+# --- a real writer racing the reader ----------------------------------------------------
+
+_WRITER = """
+import sys
+import dra_metadata as dm
+
+path, rounds = sys.argv[1], int(sys.argv[2])
+for generation in range(1, rounds + 1):
+    md = dm.DeviceMetadata(
+        metadata=dm.ObjectMeta(name="c", namespace="ns", uid="u", generation=generation),
+        requests=(
+            dm.DeviceMetadataRequest(
+                "r",
+                tuple(dm.Device("d.x", "p", f"dev-{i}") for i in range(generation % 7 + 1)),
+            ),
+        ),
+    )
+    with open(path, "r+b") as out:  # in place, as the Go v1.36 writer does: torn reads happen
+        out.truncate(0)
+        out.write(dm.encode(md))
+"""
+
+
+def test_reads_racing_an_in_place_writer_are_whole_or_a_decode_error(tmp_path: Path) -> None:
+    """While another process rewrites the file, each read is a whole object or a DecodeError."""
+    path = write(tmp_path / "d.x-metadata.json", dm.encode(gpu("d.x", request="r")))
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path), "400"], cwd=Path(__file__).resolve().parents[1]
+    )
+    whole = torn = 0
+    try:
+        while writer.poll() is None:
+            try:
+                md = dm.read_file(path)
+            except dm.DecodeError:
+                torn += 1
+                continue
+            generation = md.metadata.generation
+            if generation == 2 and md.metadata.uid == "uid-1":
+                continue  # the file as first written
+            assert len(md.requests[0].devices) == generation % 7 + 1
+            whole += 1
+    finally:
+        writer.wait(timeout=60)
+    assert writer.returncode == 0
+    assert dm.read_file(path).metadata.generation == 400
+    assert whole > 0, f"no whole object read while the writer ran ({torn} torn reads)"
