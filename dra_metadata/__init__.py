@@ -60,6 +60,7 @@ from ._paths import (
 from ._read import (
     DEFAULT_MAX_SIZE,
     read_file,
+    read_request_dir,
     read_resource_claim,
     read_resource_claim_template,
 )
@@ -106,6 +107,7 @@ __all__ = [
     "encode",
     "json_schema",
     "read_file",
+    "read_request_dir",
     "read_resource_claim",
     "read_resource_claim_template",
     "resource_claim_file_path",

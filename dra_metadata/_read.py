@@ -36,8 +36,8 @@ from ._paths import (
 __all__ = [
     "DEFAULT_MAX_SIZE",
     "merge",
-    "read_dir",
     "read_file",
+    "read_request_dir",
     "read_resource_claim",
     "read_resource_claim_template",
 ]
@@ -126,10 +126,20 @@ def metadata_files(directory: str) -> list[str]:
     return [os.path.join(directory, name) for name in matches]
 
 
-def read_dir(
+def read_request_dir(
     directory: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE
 ) -> MergedDeviceMetadata:
-    """Read every ``*-metadata.json`` in a request directory and merge them."""
+    """Read every ``*-metadata.json`` of a request directory, merged as Go merges them.
+
+    For callers that already hold the directory (walking the tree, say);
+    :func:`read_resource_claim` and :func:`read_resource_claim_template` build it
+    from names.
+
+    >>> import dra_metadata as dm
+    >>> md = dm.read_request_dir("examples/dra-device-attributes/resourceclaims/train/accel")
+    >>> [source.driver for source in md.sources]
+    ['gpu.example.com', 'rdma.example.com']
+    """
     name = os.fspath(directory)
     paths = metadata_files(name)
     if not paths:
@@ -205,7 +215,7 @@ def read_resource_claim(
     directory = request_dir(RESOURCE_CLAIMS_SUBDIR, claim, request, root=root)
     if driver is not None:
         return read_file(os.path.join(directory, metadata_file_name(driver)), max_size=max_size)
-    return read_dir(directory, max_size=max_size)
+    return read_request_dir(directory, max_size=max_size)
 
 
 def read_resource_claim_template(
@@ -229,4 +239,4 @@ def read_resource_claim_template(
     directory = request_dir(RESOURCE_CLAIM_TEMPLATES_SUBDIR, pod_claim, request, root=root)
     if driver is not None:
         return read_file(os.path.join(directory, metadata_file_name(driver)), max_size=max_size)
-    return read_dir(directory, max_size=max_size)
+    return read_request_dir(directory, max_size=max_size)

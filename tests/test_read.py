@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 import dra_metadata as dm
-from dra_metadata._read import read_dir
 from tests.conftest import MERGE_CASES, case_files, needs_corpus, wire
 
 
@@ -43,10 +42,10 @@ def test_corpus_request_directory_merges_like_go(case: dict[str, Any], tmp_path:
     expect = case["expect"]
     if expect["error"] is not None:
         with pytest.raises(dm.DRAMetadataError) as err:
-            read_dir(directory)
+            dm.read_request_dir(directory)
         assert str(err.value) == expect["error"].replace("<DIR>", str(directory))
     else:
-        merged = read_dir(directory)
+        merged = dm.read_request_dir(directory)
         assert merged.to_dict() == wire(expect["object"])
 
 
