@@ -41,9 +41,6 @@ class _MissingKind(msgspec.Struct, tag_field="kind", tag="\x00"):
 
 
 _FAST: Final = msgspec.json.Decoder(DeviceMetadata | _MissingKind)
-# When the entry starts with the kind key, as the Go writer's do, the tag is there.
-_FAST_GO: Final = msgspec.json.Decoder(DeviceMetadata | _MissingKind)
-_GO_ENTRY_START: Final = b'{\n  "kind": "DeviceMetadata",\n'
 # Entries shorter than this are copied (cheap), longer ones viewed (no copy).
 _COPY_LIMIT: Final = 16384
 
@@ -106,9 +103,7 @@ def from_wire(wire: dict[str, object], api_version: str) -> DeviceMetadata:
         return msgspec.convert(
             {"kind": "DeviceMetadata", "apiVersion": api_version, **wire}, DeviceMetadata
         )
-    except (
-        msgspec.ValidationError
-    ) as err:  # pragma: no cover - the exact path only emits valid shapes
+    except msgspec.ValidationError as err:  # pragma: no cover - the exact path emits valid shapes
         raise DecodeError(f"decode {api_version}: {err}") from None
 
 
@@ -119,9 +114,8 @@ def _decode_fast(data: bytes) -> DeviceMetadata | None:
     end = (size - 3) >> 1
     if not data.startswith(_ENTRY_BOUNDARY, end - 1):
         end = _find_entry_end(data, size)
-    decoder = _FAST_GO if data.startswith(_GO_ENTRY_START) else _FAST
     try:
-        md = decoder.decode(data[:end] if end < _COPY_LIMIT else memoryview(data)[:end])
+        md = _FAST.decode(data[:end] if end < _COPY_LIMIT else memoryview(data)[:end])
     except msgspec.DecodeError:  # also ValidationError
         return None
     if type(md) is not DeviceMetadata or md.api_version not in _KNOWN_VERSIONS:
