@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_DIALECT", "json_schema", "main", "schema_file_name", "schema_text"]
 
 SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
-_ID_BASE: Final = "https://dra-metadata.dev/schemas/"
+# The project has no web home yet: a URN names the schema without pointing anywhere.
+_ID_BASE: Final = "urn:dra-metadata:schemas:"
 _GROUP: Final = "metadata.resource.k8s.io"
 
 
