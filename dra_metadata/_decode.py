@@ -70,11 +70,10 @@ def decode(data: bytes | bytearray | memoryview | str) -> DeviceMetadata:
     if type(data) is not bytes:
         if isinstance(data, str):
             data = data.encode("utf-8", "surrogatepass")
+        elif isinstance(data, bytes | bytearray | memoryview):
+            data = bytes(data)
         else:
-            try:
-                data = bytes(data)
-            except (TypeError, ValueError) as err:
-                raise DecodeError(f"cannot decode a {type(data).__name__}: {err}") from None
+            raise TypeError(f"decode() takes bytes or str, not {type(data).__name__}")
     md = _decode_fast(data)
     if md is not None:
         return md

@@ -16,7 +16,13 @@ import stat
 from typing import Final
 
 from ._decode import decode
-from ._errors import DecodeError, DRAMetadataError, FileTooLargeError, MetadataNotFoundError
+from ._errors import (
+    DecodeError,
+    DRAMetadataError,
+    FileTooLargeError,
+    InvalidNameError,
+    MetadataNotFoundError,
+)
 from ._model import (
     Device,
     DeviceMetadata,
@@ -55,6 +61,8 @@ def read_bytes(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE
         raise MetadataNotFoundError(
             f"open metadata file: open {name}: no such file or directory", path=name
         ) from None
+    except ValueError as err:  # a NUL in the path
+        raise InvalidNameError(f"open metadata file {name!r}: {err}", path=name) from None
     except OSError as err:
         raise DRAMetadataError(
             f"open metadata file: open {name}: {_os_reason(err)}", path=name
@@ -117,6 +125,8 @@ def metadata_files(directory: str) -> list[str]:
         names = os.listdir(directory)
     except (FileNotFoundError, NotADirectoryError):
         return []  # Go's glob: no directory, no matches
+    except ValueError as err:  # a NUL in the root
+        raise InvalidNameError(f"request directory {directory!r}: {err}", path=directory) from None
     except OSError as err:
         raise DRAMetadataError(
             f"glob metadata files in {directory}: {_os_reason(err)}", path=directory

@@ -88,10 +88,12 @@ def test_trailing_garbage_after_the_chosen_entry_is_ignored() -> None:
 
 
 def test_str_and_buffers_are_accepted() -> None:
-    """decode() takes bytes, bytearray, memoryview and str alike."""
+    """decode() takes bytes, bytearray, memoryview and str alike, and nothing else."""
     data = dm.encode(dm.DeviceMetadata(pod_claim_name="gpu"))
     for form in (data, bytearray(data), memoryview(data), data.decode()):
         assert dm.decode(form).pod_claim_name == "gpu"
+    with pytest.raises(TypeError, match="takes bytes or str, not int"):
+        dm.decode(5)  # type: ignore[arg-type]
 
 
 def test_go_written_streams_take_the_fast_path() -> None:
@@ -212,9 +214,9 @@ def mutated_streams(draw: st.DrawFn) -> bytes:
                 target[index] = (key, None)
             elif action == "drop":
                 del target[index]
-            elif action == "escape":
+            elif action == "escape" and key and ord(key[0]) < 0x10000:
                 target[index] = ("\\u" + format(ord(key[0]), "04x") + key[1:], value)
-            else:
+            elif action == "swap":
                 target.reverse()
         text = dump(tree)
         text = text.replace('"\\\\u', '"\\u')  # turn the escape action into a real JSON escape

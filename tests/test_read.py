@@ -169,6 +169,14 @@ def test_names_that_leave_the_directory_are_refused(
         )
 
 
+def test_nul_in_a_path_or_root_is_an_invalid_name(tmp_path: Path) -> None:
+    """A NUL byte in a file path or root gives InvalidNameError, not a bare ValueError."""
+    with pytest.raises(dm.InvalidNameError):
+        dm.read_file(str(tmp_path / "a\x00b"))
+    with pytest.raises(dm.InvalidNameError):
+        dm.read_resource_claim("c", "r", root=str(tmp_path) + "\x00")
+
+
 def test_files_over_the_size_cap_are_refused(tmp_path: Path) -> None:
     """A file over max_size raises FileTooLargeError without being decoded."""
     path = write(tmp_path / "big-metadata.json", dm.encode(gpu()) + b" " * 4096)
