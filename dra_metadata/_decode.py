@@ -40,7 +40,16 @@ class _MissingKind(msgspec.Struct, tag_field="kind", tag="\x00"):
     """Never matches; being in a union makes msgspec require the ``kind`` tag."""
 
 
-_FAST: Final = msgspec.json.Decoder(DeviceMetadata | _MissingKind)
+_Decoder = msgspec.json.Decoder[DeviceMetadata | _MissingKind]
+_fast: _Decoder | None = None  # built on first use: building it is most of the import cost
+
+
+def _fast_decoder() -> _Decoder:
+    global _fast
+    _fast = msgspec.json.Decoder(DeviceMetadata | _MissingKind)
+    return _fast
+
+
 # Entries shorter than this are copied (cheap), longer ones viewed (no copy).
 _COPY_LIMIT: Final = 16384
 
@@ -49,7 +58,7 @@ _COPY_LIMIT: Final = 16384
 _SPLIT_WINDOW: Final = 64
 _ENTRY_BOUNDARY: Final = b"}\n{"
 
-_CANONICAL_TIME: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+_CANONICAL_TIME: Final = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z"
 
 
 def decode(data: bytes | bytearray | memoryview | str) -> DeviceMetadata:
@@ -114,7 +123,9 @@ def _decode_fast(data: bytes) -> DeviceMetadata | None:
     if not data.startswith(_ENTRY_BOUNDARY, end - 1):
         end = _find_entry_end(data, size)
     try:
-        md = _FAST.decode(data[:end] if end < _COPY_LIMIT else memoryview(data)[:end])
+        md = (_fast or _fast_decoder()).decode(
+            data[:end] if end < _COPY_LIMIT else memoryview(data)[:end]
+        )
     except msgspec.DecodeError:  # also ValidationError
         return None
     if type(md) is not DeviceMetadata or md.api_version not in _KNOWN_VERSIONS:
@@ -170,7 +181,7 @@ def _plain_meta(meta: ObjectMeta) -> bool:
 
 def _is_canonical_time(stamp: str) -> bool:
     """A non-zero RFC 3339 UTC time with second precision, as Go re-encodes it."""
-    if not _CANONICAL_TIME.fullmatch(stamp) or stamp.startswith("0001-01-01T00:00:00"):
+    if not re.fullmatch(_CANONICAL_TIME, stamp) or stamp.startswith("0001-01-01T00:00:00"):
         return False
     from datetime import datetime
 

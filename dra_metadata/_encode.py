@@ -26,10 +26,11 @@ _GO_ESCAPES: Final = {
     "\u2028": "\\u2028",
     "\u2029": "\\u2029",
 }
-_NEEDS_ESCAPE: Final = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+# Patterns are compiled on first use (re caches them): import stays cheap.
+_NEEDS_ESCAPE: Final = "[<>&\u2028\u2029\ud800-\udfff]"
 _RAW_MARK: Final = "\x00dra-metadata-raw-"
-_RAW_LINE: Final = re.compile(r'^( *)(.*)"\\u0000dra-metadata-raw-(\d+)"(,?)$', re.MULTILINE)
-_VERSION_SHAPE: Final = re.compile(r"[^/\s]+/[^/\s]+|[^/\s]+")
+_RAW_LINE: Final = r'(?m)^( *)(.*)"\\u0000dra-metadata-raw-(\d+)"(,?)$'
+_VERSION_SHAPE: Final = r"[^/\s]+/[^/\s]+|[^/\s]+"
 
 
 def encode(md: DeviceMetadata, versions: Iterable[str] = DEFAULT_VERSIONS) -> bytes:
@@ -59,7 +60,7 @@ def encode(md: DeviceMetadata, versions: Iterable[str] = DEFAULT_VERSIONS) -> by
     if not chosen:
         raise ValueError("encode needs at least one API version")
     for version in chosen:
-        if not isinstance(version, str) or not _VERSION_SHAPE.fullmatch(version):
+        if not isinstance(version, str) or not re.fullmatch(_VERSION_SHAPE, version):
             raise ValueError(f"not an apiVersion: {version!r}")
     import json  # the encoder is not needed to read metadata
 
@@ -72,16 +73,16 @@ def encode(md: DeviceMetadata, versions: Iterable[str] = DEFAULT_VERSIONS) -> by
             ensure_ascii=False,
         )
         if raws:
-            text = _RAW_LINE.sub(lambda m: _place_raw(m, raws), text)
+            text = re.sub(_RAW_LINE, lambda m: _place_raw(m, raws), text)
         parts.append(_go_escape(text))
         parts.append("\n")
     return "".join(parts).encode("utf-8")
 
 
 def _go_escape(text: str) -> str:
-    if not _NEEDS_ESCAPE.search(text):
+    if not re.search(_NEEDS_ESCAPE, text):
         return text
-    return _NEEDS_ESCAPE.sub(lambda m: _GO_ESCAPES.get(m.group(), "\\ufffd"), text)
+    return re.sub(_NEEDS_ESCAPE, lambda m: _GO_ESCAPES.get(m.group(), "\\ufffd"), text)
 
 
 def _wire_for_encoding(md: DeviceMetadata) -> tuple[dict[str, Any], list[str]]:
