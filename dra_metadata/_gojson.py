@@ -995,6 +995,18 @@ def _getnum(raw: bytes, fixed: bool) -> tuple[int, bytes] | None:
     return (raw[0] - 0x30) * 10 + raw[1] - 0x30, raw[2:]
 
 
+# The fields after the year, in layout order: the separator before each, Go's layout
+# element (for "cannot parse" errors), whether it takes exactly two digits, and the
+# range checked right away (the day is checked against its month at the end).
+_TIME_FIELDS: Final[tuple[tuple[bytes, str, bool, tuple[int, int] | None, str], ...]] = (
+    (b"-", "01", True, (1, 12), "month"),
+    (b"-", "02", True, None, "day"),
+    (b"T", "15", False, (0, 23), "hour"),
+    (b":", "04", True, (0, 59), "minute"),
+    (b":", "05", True, (0, 59), "second"),
+)
+
+
 def _parse_time(text: str) -> _GoTime:
     """Go's ``time.Parse(time.RFC3339, text)``, returning the instant or raising its error.
 
@@ -1022,39 +1034,18 @@ def _parse_time(text: str) -> _GoTime:
     if len(value) < 4 or not _digit(value, 0) or not value[:4].isdigit():
         cannot(value, "2006")
     year = int(value[:4])
-    value = skip(value[4:], b"-")
-    parsed = _getnum(value, True)
-    if parsed is None:
-        cannot(value, "01")
-    month, value = parsed
-    if not 1 <= month <= 12:
-        out_of_range("month")
-    value = skip(value, b"-")
-    parsed = _getnum(value, True)
-    if parsed is None:
-        cannot(value, "02")
-    day, value = parsed
-    value = skip(value, b"T")
-    parsed = _getnum(value, False)
-    if parsed is None:
-        cannot(value, "15")
-    hour, value = parsed
-    if hour >= 24:
-        out_of_range("hour")
-    value = skip(value, b":")
-    parsed = _getnum(value, True)
-    if parsed is None:
-        cannot(value, "04")
-    minute, value = parsed
-    if minute >= 60:
-        out_of_range("minute")
-    value = skip(value, b":")
-    parsed = _getnum(value, True)
-    if parsed is None:
-        cannot(value, "05")
-    second, value = parsed
-    if second >= 60:
-        out_of_range("second")
+    value = value[4:]
+    numbers: list[int] = []
+    for separator, element, fixed, bounds, name in _TIME_FIELDS:
+        value = skip(value, separator)
+        parsed = _getnum(value, fixed)
+        if parsed is None:
+            cannot(value, element)
+        number, value = parsed
+        if bounds is not None and not bounds[0] <= number <= bounds[1]:
+            out_of_range(name)
+        numbers.append(number)
+    month, day, hour, minute, second = numbers
     nanos = 0
     if len(value) >= 2 and value[0] in (0x2E, 0x2C) and _digit(value, 1):
         digits = 2
