@@ -39,16 +39,21 @@ def test_sample_tree_covers_the_documented_cases() -> None:
     assert all(dm.validate(dm.read_file(p)) == [] for p in SAMPLE_ROOT.rglob("*-metadata.json"))
 
 
-def test_ml_workload_example_runs() -> None:
-    """examples/ml_workload.py prints the GPUs, CUDA_VISIBLE_DEVICES, NIC and CPUs."""
-    done = subprocess.run(
+def run_workload(root: Path) -> subprocess.CompletedProcess[str]:
+    """Run examples/ml_workload.py as a user would, with DRA_METADATA_ROOT=root."""
+    return subprocess.run(
         [sys.executable, "examples/ml_workload.py"],
         capture_output=True,
         text=True,
         cwd=REPO,
-        env={**os.environ, dm.ROOT_ENV: str(SAMPLE_ROOT)},
+        env={**os.environ, dm.ROOT_ENV: str(root)},
         timeout=60,
     )
+
+
+def test_ml_workload_example_runs() -> None:
+    """examples/ml_workload.py prints the GPUs, CUDA_VISIBLE_DEVICES, NIC and CPUs."""
+    done = run_workload(SAMPLE_ROOT)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert (
@@ -64,14 +69,7 @@ def test_ml_workload_example_runs() -> None:
 
 def test_ml_workload_without_metadata_fails_cleanly(tmp_path: Path) -> None:
     """Without metadata the example exits 1 with one clear line, no traceback."""
-    done = subprocess.run(
-        [sys.executable, "examples/ml_workload.py"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, dm.ROOT_ENV: str(tmp_path)},
-        timeout=60,
-    )
+    done = run_workload(tmp_path)
     assert done.returncode == 1
     assert done.stderr.startswith("no device metadata: no metadata files found in ")
     assert "Traceback" not in done.stderr

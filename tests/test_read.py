@@ -219,12 +219,19 @@ def bind_mount() -> Iterator[Any]:
         subprocess.run(["umount", str(target)], check=False)
 
 
-def test_reads_through_a_read_only_bind_mount(tmp_path: Path, bind_mount: Any) -> None:
-    """A file bind-mounted read-only into the container tree reads like a plain file."""
+@pytest.fixture
+def mounted(tmp_path: Path, bind_mount: Any) -> tuple[Path, Path, Path]:
+    """A host metadata file mounted read-only into a container tree: (host, root, target)."""
     host = write(tmp_path / "host" / "metadata.json", dm.encode(gpu()))
     root = tmp_path / "ctr"
     target = Path(dm.resource_claim_file_path("gpu.example.com", "c", "gpu", root=root))
     bind_mount(host, target)
+    return host, root, target
+
+
+def test_reads_through_a_read_only_bind_mount(mounted: tuple[Path, Path, Path]) -> None:
+    """A file bind-mounted read-only into the container tree reads like a plain file."""
+    _host, root, target = mounted
     with pytest.raises(OSError, match="Read-only"):
         target.write_bytes(b"x")
     md = dm.read_resource_claim("c", "gpu", root=root)
@@ -232,42 +239,31 @@ def test_reads_through_a_read_only_bind_mount(tmp_path: Path, bind_mount: Any) -
 
 
 def test_in_place_update_on_the_host_is_seen_through_the_mount(
-    tmp_path: Path, bind_mount: Any
+    mounted: tuple[Path, Path, Path],
 ) -> None:
     """A host writer that rewrites the file in place (Go v1.36) is seen by the next read."""
-    host = write(tmp_path / "host" / "metadata.json", dm.encode(gpu()))
-    root = tmp_path / "ctr"
-    target = Path(dm.resource_claim_file_path("gpu.example.com", "c", "gpu", root=root))
-    bind_mount(host, target)
-    updated = gpu(uid="uid-1")
+    host, root, _target = mounted
     updated = dm.DeviceMetadata(
         metadata=dm.ObjectMeta(name="claim", namespace="ns", uid="uid-1", generation=3),
-        requests=updated.requests,
+        requests=gpu().requests,
     )
     with open(host, "r+b") as out:  # truncate + write, same inode
         out.truncate(0)
         out.write(dm.encode(updated))
-    assert (
-        dm.read_resource_claim("c", "gpu", driver="gpu.example.com", root=root).metadata.generation
-        == 3
-    )
+    md = dm.read_resource_claim("c", "gpu", driver="gpu.example.com", root=root)
+    assert md.metadata.generation == 3
 
 
 def test_rename_on_the_host_leaves_the_old_content_in_the_container(
-    tmp_path: Path, bind_mount: Any
+    mounted: tuple[Path, Path, Path],
 ) -> None:
     """A host replace-by-rename (Go v1.37) is invisible: old inode, nlink 0."""
-    host = write(tmp_path / "host" / "metadata.json", dm.encode(gpu()))
-    root = tmp_path / "ctr"
-    target = Path(dm.resource_claim_file_path("gpu.example.com", "c", "gpu", root=root))
-    bind_mount(host, target)
-    replacement = write(tmp_path / "host" / ".metadata.json.tmp", dm.encode(gpu(uid="uid-2")))
+    host, root, target = mounted
+    replacement = write(host.parent / ".metadata.json.tmp", dm.encode(gpu(uid="uid-2")))
     os.replace(replacement, host)
     assert os.stat(target).st_nlink == 0
-    assert (
-        dm.read_resource_claim("c", "gpu", driver="gpu.example.com", root=root).metadata.uid
-        == "uid-1"
-    )
+    md = dm.read_resource_claim("c", "gpu", driver="gpu.example.com", root=root)
+    assert md.metadata.uid == "uid-1"
 
 
 # --- a real writer racing the reader ----------------------------------------------------
