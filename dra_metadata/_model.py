@@ -378,7 +378,7 @@ class DeviceMetadata(
         for entry in body["metadata"].get("managedFields", ()):
             if "fieldsV1" in entry:
                 entry["fieldsV1"] = msgspec.json.decode(entry["fieldsV1"])
-        return dict(body)
+        return body
 
     def wire_body(self) -> dict[str, Any]:
         """:meth:`to_dict`, but with each ``fieldsV1`` left as its raw JSON text."""
@@ -419,6 +419,8 @@ class MergedDeviceMetadata(DeviceMetadata, tag="DeviceMetadata"):
     Its wire form (:meth:`to_dict`) is Go's merged object: no object metadata, the
     first non-null ``podClaimName``, requests of the same name concatenated in file
     order. Unlike Go it also keeps :attr:`sources`, one per file in merge order.
+    ``api_version`` is the version every file was decoded from, or ``""`` when
+    they differ.
     """
 
     sources: tuple[MetadataSource, ...] = ()
