@@ -331,22 +331,22 @@ def _scan_number(data: bytes, pos: int, size: int) -> int:
     else:
         raise _bad_char(data, cursor, "in numeric literal")
     if cursor < size and data[cursor] == 0x2E:
-        cursor += 1
-        if cursor >= size:
-            raise _syntax(_EOF)
-        if not 0x30 <= data[cursor] <= 0x39:
-            raise _bad_char(data, cursor, "in numeric literal")
-        cursor = _end_of(_digit_run(data, cursor + 1))
+        cursor = _required_digits(data, cursor + 1, size)
     if cursor < size and data[cursor] in (0x65, 0x45):
         cursor += 1
         if cursor < size and data[cursor] in (0x2B, 0x2D):
             cursor += 1
-        if cursor >= size:
-            raise _syntax(_EOF)
-        if not 0x30 <= data[cursor] <= 0x39:
-            raise _bad_char(data, cursor, "in numeric literal")
-        cursor = _end_of(_digit_run(data, cursor + 1))
+        cursor = _required_digits(data, cursor, size)
     return cursor
+
+
+def _required_digits(data: bytes, cursor: int, size: int) -> int:
+    """The end of a run of one or more digits at ``cursor`` (a fraction or an exponent)."""
+    if cursor >= size:
+        raise _syntax(_EOF)
+    if not 0x30 <= data[cursor] <= 0x39:
+        raise _bad_char(data, cursor, "in numeric literal")
+    return _end_of(_digit_run(data, cursor + 1))
 
 
 def _scan_literal(data: bytes, pos: int, size: int, literal: bytes) -> int:
