@@ -59,10 +59,10 @@ def test_show_summary_lists_devices_and_files(sample_root: Path) -> None:
     assert "gpu.example.com-metadata.json (claim ml-team/trainer-0-gpu-x7k2p" in done.stdout
 
 
-def test_show_missing_request_exits_2_with_one_line(tmp_path: Path) -> None:
-    """A missing request directory is exit 2 and one line on stderr naming it."""
+def test_show_missing_request_exits_66_with_one_line(tmp_path: Path) -> None:
+    """A missing request directory is exit 66 (not found) and one line on stderr naming it."""
     done = run("show", "--root", str(tmp_path), "--claim", "c", "--request", "r")
-    assert done.returncode == 2
+    assert done.returncode == 66
     assert done.stdout == ""
     assert done.stderr.strip().splitlines() == [
         f"dra-metadata: no metadata files found in {tmp_path}/resourceclaims/c/r"
@@ -77,7 +77,7 @@ def test_unsafe_names_and_bad_options_are_usage_errors(tmp_path: Path) -> None:
 
 
 def test_validate_exit_codes(tmp_path: Path, sample_root: Path) -> None:
-    """validate exits 0 when valid, 1 when invalid, 2 when undecodable or missing."""
+    """validate exits 0 when valid, 1 when invalid, 65 undecodable, 66 missing: the worst wins."""
     good = sample_root / "resourceclaims/nic/eth/sriov.example.com-metadata.json"
     bad = tmp_path / "bad-metadata.json"
     bad.write_bytes(dm.encode(dm.DeviceMetadata(pod_claim_name="BAD")))
@@ -91,10 +91,12 @@ def test_validate_exit_codes(tmp_path: Path, sample_root: Path) -> None:
     assert (
         f'{bad}: podClaimName: Invalid value: "BAD": a lowercase RFC 1123 label' in invalid.stdout
     )
-    undecodable = run("validate", str(bad), str(broken), str(tmp_path / "missing.json"))
-    assert undecodable.returncode == 2
+    undecodable = run("validate", str(bad), str(broken))
+    assert undecodable.returncode == 65
     assert f"{broken}: read metadata object from stream: unexpected EOF" in undecodable.stderr
-    assert "no such file or directory" in undecodable.stderr
+    missing = run("validate", str(bad), str(broken), str(tmp_path / "missing.json"))
+    assert missing.returncode == 66
+    assert "no such file or directory" in missing.stderr
 
 
 def test_console_script_is_installed(sample_root: Path) -> None:
@@ -121,6 +123,6 @@ def test_help_documents_the_exit_codes() -> None:
         done = run(*args, "--help")
         assert done.returncode == 0
         assert (
-            "exit codes: 0 success, 1 invalid, 2 missing or undecodable, 64 usage error"
-            in done.stdout
+            "exit codes: 0 success, 1 condition false or invalid, 64 usage error,\n"
+            "65 not decodable, 66 not found." in done.stdout
         )

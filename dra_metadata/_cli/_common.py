@@ -1,0 +1,128 @@
+"""What every ``dra-metadata`` command shares: exit codes, options, errors.
+
+Exit codes (the same for every command; the usage, data and input codes are
+the BSD ``sysexits.h`` values, so scripts can tell the cases apart):
+
+====  ==============================================================
+0     success: the condition holds, the files are valid
+1     the condition is false: invalid or lint-failing files, an absent
+      attribute, a ``wait`` that timed out
+64    usage error: bad option, unsafe claim/request/driver name
+65    a metadata file does not decode (or is over the size limit)
+66    not found: no such file, request directory or claim (or unreadable)
+====  ==============================================================
+
+Errors are one line on stderr, prefixed ``dra-metadata: ``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Final, NoReturn, TypeAlias
+
+from .._errors import (
+    DecodeError,
+    DRAMetadataError,
+    FileTooLargeError,
+    InvalidNameError,
+    MetadataNotFoundError,
+)
+
+__all__ = [
+    "EPILOG",
+    "EXIT_FALSE",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_UNDECODABLE",
+    "EXIT_USAGE",
+    "PROG",
+    "Commands",
+    "Parser",
+    "add_command",
+    "add_root",
+    "add_selection",
+    "exit_code_for",
+    "fail",
+]
+
+EXIT_OK: Final = 0
+EXIT_FALSE: Final = 1
+EXIT_USAGE: Final = 64
+EXIT_UNDECODABLE: Final = 65
+EXIT_NOT_FOUND: Final = 66
+
+PROG: Final = "dra-metadata"
+
+EPILOG: Final = """\
+exit codes: 0 success, 1 condition false or invalid, 64 usage error,
+65 not decodable, 66 not found.
+The root defaults to $DRA_METADATA_ROOT, else /var/run/kubernetes.io/dra-device-attributes.
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors exit with :data:`EXIT_USAGE`."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+#: What ``add_subparsers()`` returns; each command module's ``register()`` adds to it.
+Commands: TypeAlias = "argparse._SubParsersAction[Parser]"
+
+
+def add_command(commands: Commands, name: str, *, summary: str, description: str) -> Parser:
+    """Add the sub-command ``name`` with the shared epilog and formatting."""
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def add_root(parser: argparse.ArgumentParser) -> None:
+    """Add ``--root DIR``."""
+    parser.add_argument("--root", metavar="DIR", help="metadata root directory")
+
+
+def add_selection(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    """Add ``--claim``/``--template-claim``, ``--request``, ``--driver`` and ``--root``.
+
+    With ``required`` one claim and the request must be given (the command reads
+    one request); without it they narrow down what the command looks at.
+    """
+    which = parser.add_mutually_exclusive_group(required=required)
+    which.add_argument(
+        "--claim", metavar="NAME", help="a claim referenced by name (resourceclaims/NAME)"
+    )
+    which.add_argument(
+        "--template-claim",
+        metavar="NAME",
+        help="a claim made from a template, by its pod-spec name (resourceclaimtemplates/NAME)",
+    )
+    parser.add_argument(
+        "--request", required=required, metavar="NAME", help="request name (req or req/sub)"
+    )
+    parser.add_argument("--driver", metavar="NAME", help="only this driver's file")
+    add_root(parser)
+
+
+def fail(message: str) -> None:
+    """Print one error line on stderr."""
+    print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def exit_code_for(err: DRAMetadataError) -> int:
+    """The exit code for an error a command did not handle itself."""
+    if isinstance(err, InvalidNameError):
+        return EXIT_USAGE
+    if isinstance(err, DecodeError | FileTooLargeError):
+        return EXIT_UNDECODABLE
+    if isinstance(err, MetadataNotFoundError):
+        return EXIT_NOT_FOUND
+    # Anything else comes from the file system: exists but cannot be read.
+    return EXIT_NOT_FOUND

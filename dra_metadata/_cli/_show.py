@@ -1,0 +1,96 @@
+"""``dra-metadata show``: one request's metadata, merged across drivers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .._model import DeviceMetadata, MergedDeviceMetadata
+from ._common import EXIT_OK, Commands, add_command, add_selection, fail
+
+__all__ = ["register", "summary"]
+
+
+def register(commands: Commands) -> None:
+    """Add ``show`` to ``commands``."""
+    parser = add_command(
+        commands,
+        "show",
+        summary="print the metadata of one request, merged across drivers",
+        description="Print the metadata of one request as one JSON document (or a summary).",
+    )
+    add_selection(parser, required=True)
+    parser.add_argument(
+        "--format",
+        choices=("json", "summary"),
+        default="json",
+        help="json: the wire form, once (default); summary: one block per device",
+    )
+    parser.set_defaults(handler=_show)
+
+
+def _show(args: argparse.Namespace) -> int:
+    from .._read import read_resource_claim, read_resource_claim_template
+
+    if args.claim is not None:
+        md = read_resource_claim(args.claim, args.request, driver=args.driver, root=args.root)
+    else:
+        md = read_resource_claim_template(
+            args.template_claim, args.request, driver=args.driver, root=args.root
+        )
+    if isinstance(md, MergedDeviceMetadata):
+        for source in md.conflicting_sources:
+            fail(
+                f"warning: {source.path} belongs to claim UID {source.claim_uid!r}, "
+                f"not {md.sources[0].claim_uid!r}"
+            )
+    if args.format == "json":
+        sys.stdout.write(json.dumps(md.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(summary(md))
+    return EXIT_OK
+
+
+def summary(md: DeviceMetadata) -> str:
+    """A readable, line-oriented summary of ``md``."""
+    lines: list[str] = []
+    if md.pod_claim_name is not None:
+        lines.append(f"pod claim: {md.pod_claim_name}")
+    meta = md.metadata
+    if meta.name or meta.uid:
+        lines.append(
+            f"claim: {meta.namespace}/{meta.name} uid={meta.uid} generation={meta.generation}"
+        )
+    if isinstance(md, MergedDeviceMetadata):
+        for source in md.sources:
+            lines.append(
+                f"file: {source.path} (claim {source.claim_namespace}/{source.claim_name}, "
+                f"uid={source.claim_uid}, generation={source.generation}, {source.api_version})"
+            )
+    for request in md.requests:
+        lines.append(f"request {request.name}: {len(request.devices)} device(s)")
+        for device in request.devices:
+            lines.append(f"  {device.driver} {device.pool}/{device.name}")
+            for key in sorted(device.attributes):
+                value = device.attributes[key].value
+                lines.append(f"    {key} = {_show_value(value)}")
+            net = device.network_data
+            if net is not None:
+                if net.interface_name:
+                    lines.append(f"    interfaceName = {net.interface_name}")
+                if net.ips:
+                    lines.append(f"    ips = {', '.join(net.ips)}")
+                if net.hardware_address:
+                    lines.append(f"    hardwareAddress = {net.hardware_address}")
+    return "\n".join(lines) + "\n"
+
+
+def _show_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_show_value(v) for v in value) + "]"
+    if value is None:
+        return "(no value)"
+    return str(value)
