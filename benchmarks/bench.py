@@ -37,6 +37,20 @@ has ``networkData``.
     ``sys.modules`` of a fresh process after ``import dra_metadata`` must hold none
     of ``pydantic``, ``pydantic_core``, ``watchfiles`` and ``semver``.
 
+``dra-metadata env vs import msgspec.json``
+    Total wall time of ``dra-metadata env --root examples/dra-device-attributes``
+    (a whole init-container call: start, parse, read and decode the seven sample
+    files, print every variable) against ``python -c "import msgspec.json"``
+    (medians over many runs, interleaved). It runs through the installed console
+    script, as a user would: the one in the scripts directory of the interpreter
+    running the bench (``sysconfig``), else the first ``dra-metadata`` on
+    ``PATH`` (``shutil.which``; a wrapper there, such as a pyenv shim, would be
+    timed too). Target <= 1.3.
+
+``modules loaded by dra-metadata env/ls/get/show``
+    The modules the console script imports for each of these commands
+    (``-X importtime``) must hold none of the four above.
+
 How it is measured
 ==================
 
@@ -94,6 +108,8 @@ FORBIDDEN_MODULES: Final = ("pydantic", "pydantic_core", "watchfiles", "semver")
 DECODE_FLOOR_TARGET: Final = 1.25
 PYDANTIC_SPEEDUP_TARGET: Final = 3.0
 IMPORT_TARGET: Final = 1.2
+ENV_TARGET: Final = 1.3
+SAMPLE_ROOT: Final = ROOT / "examples" / "dra-device-attributes"
 
 # Environment variables that would distort a child interpreter's start-up.
 _CHILD_ENV_DROP: Final = frozenset(
@@ -337,33 +353,69 @@ def child_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in _CHILD_ENV_DROP}
 
 
-def run_child(code: str, *flags: str) -> subprocess.CompletedProcess[str]:
+def python_c(code: str, *flags: str) -> list[str]:
+    """The command line of ``python FLAGS -c CODE`` with this interpreter."""
+    return [sys.executable, *flags, "-c", code]
+
+
+def run_argv(
+    argv: Sequence[str], extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [sys.executable, *flags, "-c", code],
+        list(argv),
         cwd=ROOT,
-        env=child_env(),
+        env={**child_env(), **(extra_env or {})},
         capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
-        raise SystemExit(f"bench: child {code!r} failed:\n{done.stderr}")
+        raise SystemExit(f"bench: child {list(argv)!r} failed:\n{done.stderr}")
     return done
 
 
-def wall_times(codes: dict[str, str], runs: int) -> dict[str, list[float]]:
-    """Wall seconds of fresh ``python -c CODE`` processes, interleaved, rotating."""
-    for code in codes.values():  # warm the page cache and write the .pyc files
-        run_child(code)
-    times: dict[str, list[float]] = {name: [] for name in codes}
-    names = list(codes)
+def run_child(code: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    return run_argv(python_c(code, *flags))
+
+
+def wall_times(commands: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
+    """Wall seconds of fresh processes, one per command line, interleaved, rotating."""
+    for argv in commands.values():  # warm the page cache and write the .pyc files
+        run_argv(argv)
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    names = list(commands)
     for r in range(runs):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
             start = time.perf_counter()
-            run_child(codes[name])
+            run_argv(commands[name])
             times[name].append(time.perf_counter() - start)
     return times
+
+
+def console_script() -> str:
+    """The installed ``dra-metadata`` script: beside this interpreter, else on PATH."""
+    import shutil
+    import sysconfig
+
+    found = shutil.which("dra-metadata", path=sysconfig.get_path("scripts")) or shutil.which(
+        "dra-metadata"
+    )
+    if found is None:
+        raise SystemExit("bench: no dra-metadata console script; pip install the package first")
+    return found
+
+
+def imported_modules(argv: Sequence[str]) -> list[str]:
+    """Every module a fresh process of ``argv`` imports (``PYTHONPROFILEIMPORTTIME``)."""
+    err = run_argv(argv, {"PYTHONPROFILEIMPORTTIME": "1"}).stderr
+    names = []
+    for line in err.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            name = line.rsplit("|", 1)[1].strip()
+            if name != "imported package":
+                names.append(name)
+    return names
 
 
 def importtime_profile(module: str, runs: int) -> dict[str, tuple[int, int]]:
@@ -531,9 +583,9 @@ def decode_rows(devices: int, rounds: int, batch: float, breakdown: bool) -> lis
 def import_rows(runs: int, breakdown: bool) -> list[Row]:
     times = wall_times(
         {
-            "pass": "pass",
-            "msgspec.json": "import msgspec.json",
-            "dra_metadata": "import dra_metadata",
+            "pass": python_c("pass"),
+            "msgspec.json": python_c("import msgspec.json"),
+            "dra_metadata": python_c("import dra_metadata"),
         },
         runs,
     )
@@ -615,6 +667,86 @@ def import_rows(runs: int, breakdown: bool) -> list[Row]:
     return rows
 
 
+def cli_rows(runs: int, breakdown: bool) -> list[Row]:
+    """``dra-metadata env`` through the console script against ``import msgspec.json``."""
+    script = console_script()
+    env_argv = [script, "env", "--root", str(SAMPLE_ROOT)]
+    printed = run_argv(env_argv).stdout
+    expected = dm.env_vars(root=SAMPLE_ROOT)
+    if len(printed.splitlines()) != len(expected) or "export DRA_GPU_GPU_COUNT=2" not in printed:
+        raise SystemExit(f"bench: {' '.join(env_argv)} does not print the sample variables")
+    times = wall_times({"msgspec.json": python_c("import msgspec.json"), "env": env_argv}, runs)
+    ours = statistics.median(times["env"])
+    theirs = statistics.median(times["msgspec.json"])
+    ratio = ours / theirs
+    rows = [
+        Row(
+            "dra-metadata env vs import msgspec.json",
+            ours,
+            theirs,
+            "s",
+            ratio,
+            ENV_TARGET,
+            "<=",
+            ratio <= ENV_TARGET,
+            {
+                "runs": runs,
+                "script": script,
+                "variables": len(expected),
+                "ours_min": min(times["env"]),
+                "baseline_min": min(times["msgspec.json"]),
+            },
+        )
+    ]
+    root = str(SAMPLE_ROOT)
+    commands = {
+        "env": ["env", "--root", root],
+        "ls": ["ls", "--root", root],
+        "get": ["get", "--root", root, "--template-claim", "gpu", "--request", "gpu", "uuid"],
+        "show": ["show", "--root", root, "--claim", "nic", "--request", "eth"],
+    }
+    loaded: dict[str, list[str]] = {}
+    env_modules: list[str] = []
+    for name, args in commands.items():
+        modules = imported_modules([script, *args])
+        if name == "env":
+            env_modules = modules
+        roots = {module.partition(".")[0] for module in modules}
+        loaded[name] = [module for module in FORBIDDEN_MODULES if module in roots]
+    heavy = sorted({module for found in loaded.values() for module in found})
+    rows.append(
+        Row(
+            "modules loaded by dra-metadata env/ls/get/show",
+            float(len(heavy)),
+            0.0,
+            "modules",
+            None,
+            None,
+            "none",
+            not heavy,
+            {"checked": list(FORBIDDEN_MODULES), "loaded": heavy, "per_command": loaded},
+        )
+    )
+    if breakdown:
+        baseline = set(imported_modules(python_c("import msgspec.json")))
+        extra = [module for module in env_modules if module not in baseline]
+        other = [module for module in extra if not module.startswith("dra_metadata")]
+        rows.append(
+            Row(
+                "  env imports beyond msgspec.json, besides dra_metadata",
+                float(len(other)),
+                0.0,
+                "modules",
+                None,
+                None,
+                "info",
+                None,
+                {"loaded": other, "modules": extra},
+            )
+        )
+    return rows
+
+
 # --------------------------------------------------------------------------- #
 # Output
 # --------------------------------------------------------------------------- #
@@ -653,7 +785,7 @@ def render_table(rows: Sequence[Row]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description="Relative benchmarks of dra_metadata (decode speed, import cost)."
+        description="Relative benchmarks of dra_metadata (decode speed, import and CLI cost)."
     )
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke test")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -676,6 +808,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for devices in DEVICE_COUNTS:
         rows.extend(decode_rows(devices, rounds, batch, args.breakdown))
     rows.extend(import_rows(import_runs, args.breakdown))
+    rows.extend(cli_rows(import_runs, args.breakdown))
     checked = [row for row in rows if row.ok is not None]
     missed = [row for row in checked if not row.ok]
 
@@ -704,7 +837,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(render_table(rows))
         print(
-            "times: best batch per call (decode) or median process wall time (import); "
+            "times: best batch per call (decode) or median process wall time (import, env); "
             "ratio: ours/baseline, except pydantic/decode (a speed-up)"
         )
     if args.check and missed:

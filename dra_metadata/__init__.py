@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING
 
 from ._decode import decode
 from ._encode import DEFAULT_VERSIONS, encode
+from ._env import env_vars
 from ._errors import (
     DecodeError,
     DRAMetadataError,
+    EnvError,
     ErrorType,
     FieldError,
     FileTooLargeError,
@@ -68,6 +70,20 @@ from ._read import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from ._watch import (
+        MetadataWatcher,
+        WaitTimeoutError,
+        WatchEvent,
+        WatchEventKind,
+        await_for,
+        awatch,
+        has_attribute,
+        has_generation,
+        has_network_data,
+        wait_for,
+        watch,
+    )
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -89,6 +105,7 @@ __all__ = [
     "DeviceAttribute",
     "DeviceMetadata",
     "DeviceMetadataRequest",
+    "EnvError",
     "ErrorType",
     "FieldError",
     "FileTooLargeError",
@@ -97,14 +114,24 @@ __all__ = [
     "MergedDeviceMetadata",
     "MetadataNotFoundError",
     "MetadataSource",
+    "MetadataWatcher",
     "NetworkDeviceData",
     "ObjectMeta",
     "OwnerReference",
     "VersionValue",
+    "WaitTimeoutError",
+    "WatchEvent",
+    "WatchEventKind",
     "__version__",
+    "await_for",
+    "awatch",
     "decode",
     "default_root",
     "encode",
+    "env_vars",
+    "has_attribute",
+    "has_generation",
+    "has_network_data",
     "json_schema",
     "read_file",
     "read_request_dir",
@@ -113,7 +140,40 @@ __all__ = [
     "resource_claim_file_path",
     "resource_claim_template_file_path",
     "validate",
+    "wait_for",
+    "watch",
 ]
+
+#: Public names of :mod:`._watch`, loaded on first use: watching costs nothing until used.
+_WATCH_NAMES = frozenset(
+    {
+        "MetadataWatcher",
+        "WaitTimeoutError",
+        "WatchEvent",
+        "WatchEventKind",
+        "await_for",
+        "awatch",
+        "has_attribute",
+        "has_generation",
+        "has_network_data",
+        "wait_for",
+        "watch",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    if name in _WATCH_NAMES:
+        from . import _watch
+
+        value = getattr(_watch, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _WATCH_NAMES)
 
 
 def validate(md: DeviceMetadata) -> list[FieldError]:

@@ -7,7 +7,8 @@ Exception tree::
     ├── MetadataNotFoundError(FileNotFoundError)
     │                                   no file, or no metadata files in a request directory
     ├── InvalidNameError(ValueError)    a claim, request or driver name that is not a safe path part
-    └── FileTooLargeError(ValueError)   a file over the configured size cap
+    ├── FileTooLargeError(ValueError)   a file over the configured size cap
+    └── EnvError(ValueError)            metadata that cannot become environment variables
 
 "Not there (yet)" and "broken" are different classes because callers act
 differently on them: an init container waits on the first and fails on the second.
@@ -22,6 +23,7 @@ __all__ = [
     "VALUE_OMITTED",
     "DRAMetadataError",
     "DecodeError",
+    "EnvError",
     "ErrorType",
     "FieldError",
     "FileTooLargeError",
@@ -83,6 +85,15 @@ class InvalidNameError(DRAMetadataError, ValueError):
 
 class FileTooLargeError(DRAMetadataError, ValueError):
     """A metadata file larger than the size cap; it was not read."""
+
+
+class EnvError(DRAMetadataError, ValueError):
+    """Metadata that cannot become environment variables as asked.
+
+    Two sources (claims, requests or attributes) map to the same variable name,
+    or a value holds a NUL character, which no environment variable can hold.
+    The message names the variable and both sources.
+    """
 
 
 class ErrorType(enum.StrEnum):

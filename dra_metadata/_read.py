@@ -68,6 +68,17 @@ def read_bytes(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE
             f"open metadata file: open {name}: {_os_reason(err)}", path=name
         ) from None
     try:
+        return read_fd(fd, name, max_size=max_size)
+    finally:
+        os.close(fd)
+
+
+def read_fd(fd: int, name: str, *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+    """The content of the open metadata file ``fd``, at most ``max_size`` bytes.
+
+    ``name`` is the path the messages name. The caller keeps ``fd`` and closes it.
+    """
+    try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             # Go opens a directory fine and then reads nothing from it.
@@ -94,8 +105,6 @@ def read_bytes(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE
         return data
     except OSError as err:
         raise DRAMetadataError(f"read metadata file {name}: {_os_reason(err)}", path=name) from None
-    finally:
-        os.close(fd)
 
 
 def _os_reason(err: OSError) -> str:
@@ -112,7 +121,11 @@ def read_file(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE)
     not decode, :class:`FileTooLargeError` over ``max_size`` bytes.
     """
     name = os.fspath(path)
-    data = read_bytes(name, max_size=max_size)
+    return decode_file(name, read_bytes(name, max_size=max_size))
+
+
+def decode_file(name: str, data: bytes) -> DeviceMetadata:
+    """:func:`decode` ``data`` read from ``name``; errors are prefixed with it, as in Go."""
     try:
         return decode(data)
     except DecodeError as err:

@@ -47,3 +47,49 @@ with contextlib.redirect_stdout(io.StringIO()):
 def test_validation_loads_pydantic_on_demand() -> None:
     """validate() is where pydantic gets loaded."""
     assert "pydantic" in loaded_after("import dra_metadata as dm; dm.validate(dm.DeviceMetadata())")
+
+
+def imported(*args: str) -> set[str]:
+    """Top-level packages a real ``python -X importtime ARGS`` process imports."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+TOOLKIT = (
+    ("env", "--root", str(SAMPLE_ROOT)),
+    ("env", "--root", str(SAMPLE_ROOT), "--format", "json"),
+    ("ls", "--root", str(SAMPLE_ROOT)),
+    ("get", "--root", str(SAMPLE_ROOT), "--template-claim", "gpu", "--request", "gpu", "uuid"),
+)
+
+
+def test_toolkit_commands_load_no_heavy_dependency() -> None:
+    """env, ls, get and show, run for real, import no pydantic, watchfiles or semver."""
+    show = ("show", "--root", str(SAMPLE_ROOT), "--claim", "nic", "--request", "eth")
+    for args in (*TOOLKIT, show):
+        modules = imported("-m", "dra_metadata", *args)
+        assert "dra_metadata" in modules, "the probe sees the package's own imports"
+        assert modules & set(HEAVY) == set(), args
+
+
+def test_toolkit_start_up_skips_json_shutil_and_gettext() -> None:
+    """The trims that keep `env` fast hold: no json, shutil, gettext or locale is loaded.
+
+    Counted beyond what this interpreter's own start-up imports (an editable
+    install's finder, for one, loads shutil).
+    """
+    startup = imported("-c", "pass")
+    for args in TOOLKIT:
+        modules = imported("-m", "dra_metadata", *args)
+        assert (modules - startup) & {"json", "shutil", "gettext", "locale"} == set(), args

@@ -9,17 +9,21 @@ the parser stays cheap; what a command needs it imports when it runs.
 
 from __future__ import annotations
 
+# isort: off
+from . import _argparse  # noqa: F401 - first of all: argparse without gettext (see there)
+
+# isort: on
 import argparse
 from collections.abc import Sequence
 
 from .._errors import DRAMetadataError
-from . import _show, _validate
+from . import _env, _get, _lint, _ls, _show, _validate, _watch
 from ._common import EPILOG, EXIT_OK, EXIT_USAGE, PROG, Parser, exit_code_for, fail
 
 __all__ = ["build_parser", "main"]
 
 #: The command modules, in the order ``--help`` lists them.
-_COMMANDS = (_show, _validate)
+_COMMANDS = (_show, _ls, _get, _env, _watch, _validate, _lint)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,7 +8,8 @@ the BSD ``sysexits.h`` values, so scripts can tell the cases apart):
 1     the condition is false: invalid or lint-failing files, an absent
       attribute, a ``wait`` that timed out
 64    usage error: bad option, unsafe claim/request/driver name
-65    a metadata file does not decode (or is over the size limit)
+65    a metadata file does not decode (or is over the size limit), or
+      metadata that cannot become environment variables (``env``)
 66    not found: no such file, request directory or claim (or unreadable)
 ====  ==============================================================
 
@@ -18,12 +19,14 @@ Errors are one line on stderr, prefixed ``dra-metadata: ``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Final, NoReturn, TypeAlias
+from typing import Final, Literal, NoReturn, TypeAlias, cast
 
 from .._errors import (
     DecodeError,
     DRAMetadataError,
+    EnvError,
     FileTooLargeError,
     InvalidNameError,
     MetadataNotFoundError,
@@ -44,6 +47,9 @@ __all__ = [
     "add_selection",
     "exit_code_for",
     "fail",
+    "selected_claim",
+    "terminal_width",
+    "write_stdout",
 ]
 
 EXIT_OK: Final = 0
@@ -67,6 +73,28 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse's own asks shutil for the terminal width, and importing shutil
+        # (with zlib, bz2 and lzma) is a good part of the start-up time of `env`.
+        # Every parser here is given a HelpFormatter subclass, which takes a width.
+        factory = cast("type[argparse.HelpFormatter]", self.formatter_class)
+        return factory(prog=self.prog, width=terminal_width() - 2)
+
+
+def terminal_width() -> int:
+    """Columns of the terminal: ``$COLUMNS``, else stdout's terminal, else 80 (as shutil)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        stdout = sys.__stdout__
+        try:
+            columns = os.get_terminal_size(stdout.fileno()).columns if stdout else 0
+        except (ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
 
 
 #: What ``add_subparsers()`` returns; each command module's ``register()`` adds to it.
@@ -111,16 +139,49 @@ def add_selection(parser: argparse.ArgumentParser, *, required: bool) -> None:
     add_root(parser)
 
 
+def selected_claim(
+    args: argparse.Namespace,
+) -> tuple[Literal["claim", "template"] | None, str | None]:
+    """The claim kind and name that ``--claim`` or ``--template-claim`` chose, if any."""
+    if args.claim is not None:
+        return "claim", str(args.claim)
+    if args.template_claim is not None:
+        return "template", str(args.template_claim)
+    return None, None
+
+
 def fail(message: str) -> None:
     """Print one error line on stderr."""
     print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def write_stdout(data: bytes) -> None:
+    """Write ``data`` to stdout as is (UTF-8 whatever the locale), and flush.
+
+    A closed pipe (``dra-metadata env | head``) re-raises ``BrokenPipeError``
+    for :func:`main` to handle, after pointing stdout at ``/dev/null`` so that
+    the flush at exit does not complain again.
+    """
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:  # stdout replaced by a text stream (contextlib.redirect_stdout)
+        sys.stdout.write(data.decode("utf-8"))
+        return
+    try:
+        sys.stdout.flush()
+        out.write(data)
+        out.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        raise
 
 
 def exit_code_for(err: DRAMetadataError) -> int:
     """The exit code for an error a command did not handle itself."""
     if isinstance(err, InvalidNameError):
         return EXIT_USAGE
-    if isinstance(err, DecodeError | FileTooLargeError):
+    if isinstance(err, DecodeError | FileTooLargeError | EnvError):
         return EXIT_UNDECODABLE
     if isinstance(err, MetadataNotFoundError):
         return EXIT_NOT_FOUND

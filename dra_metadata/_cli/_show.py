@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from .._model import DeviceMetadata, MergedDeviceMetadata
@@ -46,6 +45,8 @@ def _show(args: argparse.Namespace) -> int:
                 f"not {md.sources[0].claim_uid!r}"
             )
     if args.format == "json":
+        import json  # here, not at the top: the other commands start faster without it
+
         sys.stdout.write(json.dumps(md.to_dict(), indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(summary(md))

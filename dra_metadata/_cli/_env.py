@@ -1,0 +1,97 @@
+"""``dra-metadata env``: environment variables for every request, safe to source."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+from .._env import DEFAULT_PREFIX, FORMATS, valid_prefix
+from ._common import (
+    EXIT_OK,
+    Commands,
+    add_command,
+    add_selection,
+    exit_code_for,
+    fail,
+    selected_claim,
+    write_stdout,
+)
+
+__all__ = ["register"]
+
+_DESCRIPTION: Final = """\
+Print environment variables for every request under the root (or the ones
+--claim, --template-claim, --request and --driver select):
+
+  DRA_<CLAIM>_<REQUEST>_COUNT, _DEVICES, _DRIVERS, _REQUEST
+  DRA_<CLAIM>_<REQUEST>_<ATTR>       values every device has, comma-joined
+  DRA_<CLAIM>_<REQUEST>_<i>_NAME, _DRIVER, _POOL, _<ATTR>,
+      _INTERFACE_NAME, _IPS, _HARDWARE_ADDRESS          device i (0-based)
+
+Names are upper-cased, every other character becomes "_", attribute names go
+camelCase -> UPPER_SNAKE (pciBusID -> PCI_BUS_ID) and are qualified with their
+domain when two would collide. Two sources that map to one name are an error
+naming both (neither is written), as is a value holding a NUL character.
+
+Formats: shell (default) writes "export NAME='value'" lines, safe to eval or
+source in sh and bash with every value exact; dotenv writes docker compose
+env_file lines; json writes one object.
+
+A request whose file does not decode gets no variables; the others are printed
+and the exit code is 65, as it is for a name collision or a value the format
+cannot hold. A missing root, or nothing matching a selection, exits 66; a root
+without metadata files prints nothing and exits 0.
+"""
+
+
+def _prefix(text: str) -> str:
+    if not valid_prefix(text):
+        raise argparse.ArgumentTypeError(f"{text!r} cannot start a variable name")
+    return text
+
+
+def register(commands: Commands) -> None:
+    """Add ``env`` to ``commands``."""
+    parser = add_command(
+        commands,
+        "env",
+        summary="print environment variables for every request (shell, dotenv or json)",
+        description=_DESCRIPTION,
+    )
+    add_selection(parser, required=False)
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=FORMATS[0],
+        help="shell: export lines (default); dotenv: compose env_file lines; json: one object",
+    )
+    parser.add_argument(
+        "--prefix",
+        type=_prefix,
+        default=DEFAULT_PREFIX,
+        metavar="TEXT",
+        help=f"start of every name (default {DEFAULT_PREFIX})",
+    )
+    parser.set_defaults(handler=_env)
+
+
+def _env(args: argparse.Namespace) -> int:
+    from .._env import collect, render
+    from .._scan import scan
+
+    kind, claim = selected_claim(args)
+    entries = scan(
+        args.root,
+        kind=kind,
+        claim=claim,
+        request=args.request,
+        driver=args.driver,
+    )
+    variables, problems = collect(entries, prefix=args.prefix)
+    data, refused = render(variables, args.format)
+    write_stdout(data)
+    worst = EXIT_OK
+    for problem in [*problems, *refused]:
+        fail(str(problem))
+        worst = max(worst, exit_code_for(problem))
+    return worst

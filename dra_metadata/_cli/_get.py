@@ -1,0 +1,122 @@
+"""``dra-metadata get``: one attribute (or network field) of every device of a request."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Final
+
+from ._common import (
+    EXIT_FALSE,
+    EXIT_OK,
+    Commands,
+    add_command,
+    add_selection,
+    fail,
+    selected_claim,
+    write_stdout,
+)
+
+if TYPE_CHECKING:
+    from .._model import AttributeValue, Device
+
+__all__ = ["NETWORK_FIELDS", "register", "value_of"]
+
+#: The network data fields ``get`` knows, by wire name (also as ``networkData.<name>``).
+NETWORK_FIELDS: Final = ("interfaceName", "ips", "hardwareAddress")
+
+_DESCRIPTION: Final = """\
+Print the value of one attribute, or network field, for every device of the
+request, one per line, in merged device order (files in byte order of their
+names, as the library merges them).
+
+NAME is an attribute name, qualified (resource.kubernetes.io/pciBusID) or not
+(uuid: an unqualified name lives in the device's driver domain), or one of the
+network fields interfaceName, ips and hardwareAddress (also networkData.ips);
+an attribute that has one of those names is reached by its qualified name.
+Integers print in decimal, booleans as true/false, lists (ints, strings, ips)
+comma-joined on one line. A value that holds a newline spans lines: use -0 or
+--json when values may hold one.
+
+When a device lacks the attribute (or the request has no devices) nothing is
+printed and the exit code is 1, with the reason on stderr: every device must
+have it. --driver narrows the request to one driver's devices.
+"""
+
+
+def register(commands: Commands) -> None:
+    """Add ``get`` to ``commands``."""
+    parser = add_command(
+        commands,
+        "get",
+        summary="print one attribute of every device of a request, one per line",
+        description=_DESCRIPTION,
+    )
+    add_selection(parser, required=True)
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
+        "--json", action="store_true", help="print one JSON array of the values, typed"
+    )
+    output.add_argument(
+        "-0",
+        "--null",
+        action="store_true",
+        help="end each value with a NUL character instead of a newline",
+    )
+    parser.add_argument("name", metavar="NAME", help="attribute or network field name")
+    parser.set_defaults(handler=_get)
+
+
+def value_of(device: Device, name: str) -> AttributeValue | None:
+    """The value ``get NAME`` prints for ``device``, or ``None`` when it has none.
+
+    >>> import dra_metadata as dm
+    >>> nic = dm.Device("sriov.example.com", "p", "vf-0",
+    ...                 network_data=dm.NetworkDeviceData(ips=("10.0.0.5/24",)))
+    >>> value_of(nic, "ips"), value_of(nic, "networkData.ips"), value_of(nic, "interfaceName")
+    (('10.0.0.5/24',), ('10.0.0.5/24',), None)
+    """
+    field = name.removeprefix("networkData.")
+    if field in NETWORK_FIELDS and (field == name or name.startswith("networkData.")):
+        network = device.network_data
+        if network is None:
+            return None
+        if field == "interfaceName":
+            return network.interface_name or None
+        if field == "ips":
+            return network.ips or None
+        return network.hardware_address or None
+    return device.attribute(name)
+
+
+def _get(args: argparse.Namespace) -> int:
+    from .._env import format_value, source_label
+    from .._scan import read_request
+
+    kind, claim = selected_claim(args)
+    assert kind is not None, "the parser requires --claim or --template-claim"
+    assert claim is not None
+    md = read_request(kind, claim, args.request, driver=args.driver, root=args.root)
+    where = source_label(kind, claim, args.request)
+    devices = [device for _, device in md.devices()]
+    if not devices:
+        fail(f"{where} has no devices")
+        return EXIT_FALSE
+    values = [value_of(device, args.name) for device in devices]
+    missing = [device for device, value in zip(devices, values, strict=True) if value is None]
+    if missing:
+        first = missing[0]
+        fail(
+            f"{args.name!r} is absent on {len(missing)} of {len(devices)} devices of {where} "
+            f"(first: {first.driver}/{first.pool}/{first.name})"
+        )
+        return EXIT_FALSE
+    if args.json:
+        import msgspec
+
+        write_stdout(msgspec.json.encode(values) + b"\n")
+        return EXIT_OK
+    end = "\0" if args.null else "\n"
+    write_stdout(
+        "".join(format_value(value) + end for value in values if value is not None).encode("utf-8")
+    )
+    return EXIT_OK

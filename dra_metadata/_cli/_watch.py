@@ -1,0 +1,197 @@
+"""``dra-metadata watch`` and ``dra-metadata wait``: follow a request, or wait for it.
+
+``watch`` prints one JSON line per event; ``wait`` exits 0 as soon as a
+condition holds (an init container's job) and 1 with the reason when it times
+out. Both follow the request's files as :func:`dra_metadata.watch` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Final
+
+from ._common import EXIT_FALSE, EXIT_OK, Commands, add_command, add_selection, fail, write_stdout
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .._model import DeviceMetadata
+    from .._watch import WatchEvent
+
+__all__ = ["event_line", "parse_duration", "register"]
+
+_UNITS: Final = (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0))
+
+_DURATION_HELP: Final = "a duration: 30s, 500ms, 2m, 1h or plain seconds (1.5)"
+
+_WATCH_DESCRIPTION: Final = """\
+Follow the metadata files of one request and print one JSON line per event:
+{"event": ..., "path": ..., "driver": ..., "generation": ..., "metadata": ...},
+plus "message" for stale and error events. Events: update (a complete object
+with a new generation; files present at the start come first), stale (the
+file was replaced on the node after this container started: later updates
+cannot reach it), removed, error (the file stayed undecodable). "metadata" is
+that file's object in its wire form (null for removed and error).
+
+Runs until interrupted, or for --timeout.
+"""
+
+_WAIT_DESCRIPTION: Final = """\
+Wait until the request's metadata (merged across its drivers' files) meets a
+condition, then exit 0: by default that it exists (a file that decodes);
+--for network: every device has network data; --generation N: every file has
+reached generation N; --attribute NAME: every device has the attribute (an
+unqualified name lives in the device's driver domain). Given together, all
+must hold. Files that appear later, in-place updates and torn writes are
+handled as `watch` handles them.
+
+With --timeout, exit 1 when it passes, with one line on stderr saying what was
+last seen (no file, a file that does not decode, generation 1 without network
+data ...). Without it, wait for ever.
+"""
+
+
+def register(commands: Commands) -> None:
+    """Add ``watch`` and ``wait`` to ``commands``."""
+    watch = add_command(
+        commands,
+        "watch",
+        summary="print one JSON line per change of a request's metadata files",
+        description=_WATCH_DESCRIPTION,
+    )
+    add_selection(watch, required=True)
+    watch.add_argument(
+        "--timeout", type=parse_duration, metavar="DURATION", help=f"stop after {_DURATION_HELP}"
+    )
+    watch.set_defaults(handler=_watch)
+
+    wait = add_command(
+        commands,
+        "wait",
+        summary="wait until a request's metadata exists or meets a condition",
+        description=_WAIT_DESCRIPTION,
+    )
+    add_selection(wait, required=True)
+    wait.add_argument(
+        "--for",
+        dest="condition",
+        choices=("exists", "network"),
+        default="exists",
+        help="exists (default): a file that decodes; network: every device has network data",
+    )
+    wait.add_argument(
+        "--generation", type=_generation, metavar="N", help="every file has reached generation N"
+    )
+    wait.add_argument(
+        "--attribute",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="every device has attribute NAME (repeatable)",
+    )
+    wait.add_argument(
+        "--timeout",
+        type=parse_duration,
+        metavar="DURATION",
+        help=f"give up (exit 1) after {_DURATION_HELP}",
+    )
+    wait.set_defaults(handler=_wait)
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``30s``, ``500ms``, ``2m``, ``1h`` or plain seconds (``1.5``).
+
+    >>> [parse_duration(t) for t in ("30s", "500ms", "2m", "1.5", "0")]
+    [30.0, 0.5, 120.0, 1.5, 0.0]
+    """
+    number, scale = text.strip(), 1.0
+    for unit, factor in _UNITS:  # "ms" before "s" and "m"
+        if number.endswith(unit):
+            number, scale = number[: -len(unit)], factor
+            break
+    if (
+        not number
+        or number.count(".") > 1
+        or not number.replace(".", "").isdigit()
+        or not number.replace(".", "").isascii()
+    ):
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: expected {_DURATION_HELP}")
+    return float(number) * scale
+
+
+def _generation(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"invalid generation {text!r}: expected an integer >= 1")
+    return value
+
+
+def event_line(event: WatchEvent) -> str:
+    """The JSON line ``watch`` prints for ``event`` (with its newline)."""
+    import json
+
+    record: dict[str, object] = {
+        "event": event.kind.value,
+        "path": event.path,
+        "driver": event.driver,
+        "generation": event.generation,
+        "metadata": None if event.metadata is None else event.metadata.to_dict(),
+    }
+    if event.message:
+        record["message"] = event.message
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from .._watch import watch
+
+    events = watch(
+        claim=args.claim,
+        pod_claim=args.template_claim,
+        request=args.request,
+        driver=args.driver,
+        root=args.root,
+        timeout=args.timeout,
+    )
+    try:
+        for event in events:
+            write_stdout(event_line(event).encode("utf-8"))
+    except KeyboardInterrupt:
+        pass  # interrupting is how a watch without --timeout ends
+    finally:
+        events.close()
+    return EXIT_OK
+
+
+def _wait(args: argparse.Namespace) -> int:
+    from .._watch import WaitTimeoutError, _all_of, has_attribute, has_generation, wait_for
+
+    conditions: list[Callable[[DeviceMetadata], bool]] = []
+    if args.condition == "network":
+        from .._watch import has_network_data
+
+        conditions.append(has_network_data)
+    if args.generation is not None:
+        conditions.append(has_generation(args.generation))
+    conditions.extend(has_attribute(name) for name in args.attribute)
+    until = _all_of(*conditions) if conditions else None
+    try:
+        wait_for(
+            claim=args.claim,
+            pod_claim=args.template_claim,
+            request=args.request,
+            driver=args.driver,
+            root=args.root,
+            until=until,
+            timeout=args.timeout,
+        )
+    except WaitTimeoutError as err:
+        fail(str(err))
+        return EXIT_FALSE
+    except KeyboardInterrupt:
+        fail("interrupted while waiting")
+        return EXIT_FALSE
+    return EXIT_OK

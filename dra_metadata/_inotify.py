@@ -1,0 +1,231 @@
+"""Linux inotify through ``ctypes``: per-path watches on one non-blocking descriptor.
+
+Why not a file-watching library: a container sees each metadata file as a
+single-file bind mount, so only a watch on the file path itself hears a host
+writer; a watch must move when a path starts to show another inode (a mount
+appears over a file); and a watcher that waits for deferred data should cost
+nothing while nothing happens. inotify gives all three: the descriptor is
+readable exactly when something happened, a watch is added or moved by one
+system call, and waiting is a plain ``poll()`` (or the asyncio loop's reader)
+with no periodic wake-up.
+
+The notifier only says *which watched path* saw something; what happened is
+found out by looking at the path again (see :mod:`._watch`). A queue overflow
+(the kernel dropped events) is reported as such, so the caller can look at
+everything again.
+
+Importing this module loads ``ctypes``; :mod:`._watch` imports it only when a
+watch starts.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import math
+import os
+import select
+import struct
+from typing import Final
+
+__all__ = ["Inotify", "InotifyUnavailableError"]
+
+# <sys/inotify.h>
+_IN_MODIFY: Final = 0x00000002
+_IN_ATTRIB: Final = 0x00000004
+_IN_CLOSE_WRITE: Final = 0x00000008
+_IN_MOVED_FROM: Final = 0x00000040
+_IN_MOVED_TO: Final = 0x00000080
+_IN_CREATE: Final = 0x00000100
+_IN_DELETE: Final = 0x00000200
+_IN_DELETE_SELF: Final = 0x00000400
+_IN_MOVE_SELF: Final = 0x00000800
+_IN_Q_OVERFLOW: Final = 0x00004000
+_IN_IGNORED: Final = 0x00008000
+_IN_ONLYDIR: Final = 0x01000000
+_IN_NONBLOCK: Final = os.O_NONBLOCK
+_IN_CLOEXEC: Final = os.O_CLOEXEC
+
+#: A metadata file: its content changed (each write, and the writer's close), its
+#: link count or mode changed (a host rename over it leaves ``st_nlink == 0``),
+#: or it went away. ``IN_UNMOUNT`` and ``IN_IGNORED`` come without asking.
+FILE_MASK: Final = _IN_MODIFY | _IN_CLOSE_WRITE | _IN_ATTRIB | _IN_DELETE_SELF | _IN_MOVE_SELF
+#: A directory: entries appeared or went away, or the directory itself did. No
+#: ``IN_MODIFY``: the files' own watches report content changes.
+DIR_MASK: Final = (
+    _IN_CREATE
+    | _IN_MOVED_TO
+    | _IN_MOVED_FROM
+    | _IN_DELETE
+    | _IN_DELETE_SELF
+    | _IN_MOVE_SELF
+    | _IN_ONLYDIR
+)
+
+_EVENT: Final = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
+_READ_SIZE: Final = 64 * 1024
+
+
+class InotifyUnavailableError(OSError):
+    """inotify cannot be used here (not Linux, no libc symbol, or the instance limit)."""
+
+
+class _Libc:
+    """The three inotify entry points of the C library, typed."""
+
+    def __init__(self) -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            init1 = libc.inotify_init1
+            add_watch = libc.inotify_add_watch
+            rm_watch = libc.inotify_rm_watch
+        except (OSError, AttributeError) as err:
+            raise InotifyUnavailableError(f"inotify is not available: {err}") from None
+        init1.argtypes = [ctypes.c_int]
+        init1.restype = ctypes.c_int
+        add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        add_watch.restype = ctypes.c_int
+        rm_watch.argtypes = [ctypes.c_int, ctypes.c_int]
+        rm_watch.restype = ctypes.c_int
+        self.init1 = init1
+        self.add_watch = add_watch
+        self.rm_watch = rm_watch
+
+
+_libc: _Libc | None = None
+
+
+def _get_libc() -> _Libc:
+    global _libc  # loaded once, on first use
+    if _libc is None:
+        _libc = _Libc()
+    return _libc
+
+
+class Inotify:
+    """One inotify instance; watches are keyed by the path they were asked for.
+
+    :meth:`add` (re)points a path's watch at the inode the path shows now;
+    :meth:`drain` reads what the kernel queued and :meth:`take` hands out the
+    set of paths that saw something. :meth:`wait` does both after blocking up
+    to a timeout; the asyncio driver instead calls :meth:`drain` from the
+    loop's reader callback on :meth:`fileno`.
+    """
+
+    def __init__(self) -> None:
+        self._libc = _get_libc()
+        fd: int = self._libc.init1(_IN_NONBLOCK | _IN_CLOEXEC)
+        if fd < 0:
+            code = ctypes.get_errno()
+            raise InotifyUnavailableError(code, f"inotify_init1: {os.strerror(code)}")
+        self._fd = fd
+        self._path_of: dict[int, str] = {}
+        self._wd_of: dict[str, int] = {}
+        self._pending: set[str] = set()
+        self._overflow = False
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLIN)
+
+    def fileno(self) -> int:
+        """The descriptor, readable when events are queued."""
+        return self._fd
+
+    def add(self, path: str, *, directory: bool) -> int:
+        """Watch the inode ``path`` shows now; 0 on success, else the ``errno``.
+
+        Adding a path again moves its watch to the inode the path shows now (a
+        mount appeared over it, or it was replaced); a watch on the same inode
+        stays. A directory watch is refused (``ENOTDIR``) for anything else.
+        """
+        mask = DIR_MASK if directory else FILE_MASK
+        try:
+            encoded = os.fsencode(path)
+        except UnicodeError:
+            return errno.EINVAL
+        if b"\x00" in encoded:
+            return errno.EINVAL
+        wd = self._libc.add_watch(self._fd, encoded, mask)
+        if wd < 0:
+            code: int = ctypes.get_errno()
+            return code or errno.EIO
+        old = self._wd_of.get(path)
+        if old is not None and old != wd:
+            self._forget(old)
+        other = self._path_of.get(wd)
+        if other is not None and other != path:
+            # The same inode under two paths (a hard link, a bind mount of a directory
+            # seen twice): the newest path wins the mapping, the other one is dropped.
+            self._wd_of.pop(other, None)
+        self._path_of[wd] = path
+        self._wd_of[path] = wd
+        return 0
+
+    def remove(self, path: str) -> None:
+        """Stop watching ``path`` (nothing happens when it is not watched)."""
+        wd = self._wd_of.get(path)
+        if wd is not None:
+            self._forget(wd)
+
+    def _forget(self, wd: int) -> None:
+        path = self._path_of.pop(wd, None)
+        if path is not None and self._wd_of.get(path) == wd:
+            del self._wd_of[path]
+        self._libc.rm_watch(self._fd, wd)  # fails harmlessly when the kernel dropped it already
+
+    def watched(self) -> dict[str, int]:
+        """Path -> watch descriptor, for tests and debugging."""
+        return dict(self._wd_of)
+
+    def drain(self) -> None:
+        """Read every queued event without blocking; remember the paths they name."""
+        while True:
+            try:
+                data = os.read(self._fd, _READ_SIZE)
+            except BlockingIOError:
+                return
+            except InterruptedError:  # pragma: no cover - PEP 475 retries os.read itself
+                continue
+            if not data:  # pragma: no cover - inotify never reports end of file
+                return
+            self._parse(data)
+
+    def _parse(self, data: bytes) -> None:
+        offset = 0
+        size = _EVENT.size
+        while offset + size <= len(data):
+            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+            offset += size + length
+            if mask & _IN_Q_OVERFLOW:
+                self._overflow = True
+                continue
+            path = self._path_of.get(wd)
+            if path is None:
+                continue  # a watch we already dropped
+            self._pending.add(path)
+            if mask & _IN_IGNORED:
+                # The kernel removed the watch (file deleted, unmounted): forget it.
+                del self._path_of[wd]
+                if self._wd_of.get(path) == wd:
+                    del self._wd_of[path]
+
+    def take(self) -> tuple[set[str], bool]:
+        """The paths that saw events since the last call, and whether events were lost."""
+        pending, overflow = self._pending, self._overflow
+        self._pending, self._overflow = set(), False
+        return pending, overflow
+
+    def wait(self, timeout: float) -> tuple[set[str], bool]:
+        """Block until events arrive or ``timeout`` seconds pass; then :meth:`take`."""
+        if not self._pending and not self._overflow:
+            self._poll.poll(max(0, math.ceil(timeout * 1000)))
+        self.drain()
+        return self.take()
+
+    def close(self) -> None:
+        """Close the descriptor (every watch goes with it). Safe to call twice."""
+        if self._fd >= 0:
+            self._poll.unregister(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+            self._path_of.clear()
+            self._wd_of.clear()

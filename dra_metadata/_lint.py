@@ -1,0 +1,621 @@
+"""Lint a metadata file for the interoperability problems validation does not catch.
+
+A file can decode and validate and still let readers down: a network key that
+no reader looks at (``hwAddress``), an attribute value under a Go field name
+(``stringValue``), a standard attribute in the wrong domain, versions in the
+wrong order, entries of one stream that say different things, or a path that
+does not match the content. :func:`lint` reports each as a :class:`LintProblem`
+with a stable code (see :data:`RULES`), the field path (Go's syntax, as in
+validation errors, or ``stream[i]`` for the ``i``-th object of the stream,
+counted from 0) and a one-line message.
+
+Unknown keys are invisible after decoding (the decoder ignores them), so the
+rules about keys read each object of the stream as plain JSON.
+
+>>> import dra_metadata as dm
+>>> from dra_metadata._lint import lint
+>>> md = dm.DeviceMetadata(metadata=dm.ObjectMeta(name="c", generation=1),
+...                        requests=(dm.DeviceMetadataRequest("gpu"),))
+>>> lint(dm.encode(md), path="resourceclaims/c/gpu/gpu.example.com-metadata.json")
+[]
+>>> for problem in lint(dm.encode(md, [dm.V1ALPHA1]).replace(b'"name": "gpu"', b'"Name": "gpu"')):
+...     print(problem.code, problem.field)
+DRA106 stream
+DRA114 requests[0].Name
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from collections.abc import Iterator
+from typing import Any, Final
+
+import msgspec
+
+from ._errors import DecodeError
+from ._model import (
+    ATTRIBUTE_KINDS,
+    DOMAIN_SEPARATOR,
+    STANDARD_DOMAIN,
+    V1BETA1,
+    DeviceMetadata,
+)
+from ._paths import METADATA_FILE_SUFFIX, RESOURCE_CLAIM_TEMPLATES_SUBDIR, RESOURCE_CLAIMS_SUBDIR
+
+__all__ = ["MAX_ATTRIBUTES", "RULES", "LintProblem", "lint"]
+
+
+class LintProblem(msgspec.Struct, frozen=True, gc=False):
+    """One interoperability problem: a stable ``code``, the ``field`` path and a ``message``.
+
+    ``str()`` gives ``CODE field: message``.
+    """
+
+    code: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.field}: {self.message}"
+
+
+#: Every rule's code and what it finds.
+RULES: Final[dict[str, str]] = {
+    "DRA101": "a networkData key readers do not know, in place of a real one (hwAddress, ip)",
+    "DRA102": "an attribute value under a Go field name (stringValue) instead of its JSON name",
+    "DRA103": "a standard attribute (pciBusID, pcieRoot, numaNode) under a wrong domain or case",
+    "DRA104": "a PCI address with upper-case hex digits",
+    "DRA105": "API versions not newest first",
+    "DRA106": "no metadata.resource.k8s.io/v1beta1 entry",
+    "DRA107": "entries of one stream that are not the same object",
+    "DRA108": "a later entry that does not decode (readers that skip to it fail)",
+    "DRA109": "podClaimName does not fit resourceclaimtemplates/ or resourceclaims/",
+    "DRA110": "the claim directory does not match the content's claim",
+    "DRA111": "the file name's driver is not the devices' driver",
+    "DRA112": "the request directory is not the base of the request's name",
+    "DRA113": "more attributes on a device than the API allows",
+    "DRA114": "an unknown field (decoders ignore it: likely a typo)",
+    "DRA115": "generation below 1",
+    "DRA116": "a key that appears twice in one object",
+    "DRA117": "apiVersion or kind spelled in another case",
+}
+
+#: At most this many attributes per device (the API's ``maxProperties``).
+MAX_ATTRIBUTES: Final = 32
+
+_GROUP: Final = "metadata.resource.k8s.io"
+_STANDARD: Final = {"pcibusid": "pciBusID", "pcieroot": "pcieRoot", "numanode": "numaNode"}
+_PCI_ADDRESS_ATTRIBUTES: Final = ("pciBusID", "pcieRoot")
+_KUBERNETES_DOMAINS: Final = ("k8s.io", "kubernetes.io")
+_HOST_SUBDIR: Final = "dra-device-metadata"
+_HOST_FILE: Final = "metadata.json"
+
+_TOP: Final = ("kind", "apiVersion", "metadata", "podClaimName", "requests")
+_META: Final = (
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+)
+_OWNER: Final = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+_MANAGED: Final = (
+    "manager",
+    "operation",
+    "apiVersion",
+    "time",
+    "fieldsType",
+    "fieldsV1",
+    "subresource",
+)
+_REQUEST: Final = ("name", "devices")
+_DEVICE: Final = ("driver", "pool", "name", "attributes", "networkData")
+_NETWORK: Final = ("interfaceName", "ips", "hardwareAddress")
+# Network keys seen in drivers and docs of other projects, and the field they mean.
+_NETWORK_MISTAKES: Final = {
+    "hwaddress": "hardwareAddress",
+    "hwaddr": "hardwareAddress",
+    "hardwareaddr": "hardwareAddress",
+    "macaddress": "hardwareAddress",
+    "macaddr": "hardwareAddress",
+    "mac": "hardwareAddress",
+    "addresses": "ips",
+    "address": "ips",
+    "addrs": "ips",
+    "ip": "ips",
+    "ipaddress": "ips",
+    "ipaddresses": "ips",
+    "ipaddrs": "ips",
+    "cidrs": "ips",
+    "interface": "interfaceName",
+    "ifname": "interfaceName",
+    "iface": "interfaceName",
+    "name": "interfaceName",
+}
+
+
+class _Object(dict[str, Any]):
+    """A JSON object as parsed for linting: the last value of each key, and repeated keys."""
+
+    __slots__ = ("repeated",)
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        seen: set[str] = set()
+        repeated: list[str] = []
+        for key, _ in pairs:
+            if key in seen and key not in repeated:
+                repeated.append(key)
+            seen.add(key)
+        self.repeated = repeated
+
+
+class _Entry(msgspec.Struct, gc=False):
+    """One object of the stream: where it is, what it decodes to, what it is as plain JSON."""
+
+    index: int
+    api_version: str  # the apiVersion Go saw ("" when it could not tell)
+    decoded: DeviceMetadata | None  # None: an unknown version, or broken
+    error: str | None  # why it does not decode (known-version or malformed entries)
+    raw: _Object | None  # the plain-JSON view, None when Python's parser refuses it
+
+
+class _Problems:
+    def __init__(self) -> None:
+        self.found: list[LintProblem] = []
+        self._seen: set[LintProblem] = set()
+
+    def add(self, code: str, field: str, message: str) -> None:
+        problem = LintProblem(code, field, message)
+        if problem not in self._seen:
+            self._seen.add(problem)
+            self.found.append(problem)
+
+
+def lint(
+    data: bytes | bytearray | memoryview | str, *, path: str | os.PathLike[str] | None = None
+) -> list[LintProblem]:
+    """The interoperability problems of one metadata stream (empty when there are none).
+
+    ``path`` (the file's path, in the container layout or the kubelet plugin's
+    node layout) enables the rules that compare the path with the content.
+    Raises :class:`~dra_metadata.DecodeError` when the stream does not decode at
+    all; no other exception escapes, whatever the bytes.
+    """
+    from ._decode import decode
+
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    chosen = decode(raw)
+    entries = list(_entries(raw))
+    problems = _Problems()
+    _check_stream(entries, problems)
+    for entry in entries:
+        if entry.decoded is None:
+            continue
+        if entry.raw is not None:
+            _check_keys(entry.raw, problems)
+        _check_content(entry.decoded, problems)
+    if path is not None:
+        _check_path(os.fspath(path), chosen, problems)
+    return problems.found
+
+
+# --- the stream ---------------------------------------------------------------------------
+
+
+def _entries(data: bytes) -> Iterator[_Entry]:
+    """Every object of the stream, read as Go reads it; stops at the first unreadable one."""
+    from . import _gojson
+    from ._decode import from_wire
+
+    pos = 0
+    index = 0
+    while True:
+        start = _gojson.next_value_start(data, pos)
+        if start is None:
+            return
+        try:
+            node, end = _gojson._read_value(data, start)
+        except _gojson.GoDecodeError as err:
+            yield _Entry(index, "", None, str(err), None)
+            return
+        plain = _plain_json(data[start:end])
+        try:
+            result = _gojson._decode_node(data, node)
+        except _gojson.GoDecodeError as err:
+            yield _Entry(index, _api_version_of(plain), None, str(err), plain)
+        else:
+            if isinstance(result, str):
+                yield _Entry(index, result, None, None, plain)
+            else:
+                wire, api_version = result
+                try:
+                    decoded = from_wire(wire, api_version)
+                except DecodeError as err:  # pragma: no cover - the exact path emits valid shapes
+                    yield _Entry(index, api_version, None, str(err), plain)
+                else:
+                    yield _Entry(index, api_version, decoded, None, plain)
+        pos = end
+        index += 1
+
+
+def _plain_json(chunk: bytes) -> _Object | None:
+    """One stream object as plain JSON, or None when Python's parser cannot read it."""
+    try:
+        value = json.loads(
+            chunk.decode("utf-8", "replace"), object_pairs_hook=_Object, parse_constant=_refuse
+        )
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, _Object) else None
+
+
+def _refuse(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _api_version_of(plain: _Object | None) -> str:
+    """The apiVersion Go would see: keys compared ignoring case, the last one wins."""
+    found = ""
+    for key, value in (plain or {}).items():
+        if key.lower() == "apiversion" and isinstance(value, str):
+            found = value
+    return found
+
+
+def _version_rank(api_version: str) -> tuple[int, int, int] | None:
+    """Kubernetes version priority of a ``metadata.resource.k8s.io`` version (higher is newer)."""
+    group, _, version = api_version.rpartition("/")
+    if group != _GROUP:
+        return None
+    match = re.fullmatch(r"v([1-9][0-9]*)(?:(alpha|beta)([1-9][0-9]*))?", version)
+    if match is None:
+        return None
+    major, level, minor = match.groups()
+    stability = {"alpha": 0, "beta": 1, None: 2}[level]
+    return (stability, int(major), int(minor or 0))
+
+
+def _check_stream(entries: list[_Entry], problems: _Problems) -> None:
+    first = next((entry for entry in entries if entry.decoded is not None), None)
+    newest: tuple[tuple[int, int, int], str] | None = None
+    for entry in entries:
+        rank = _version_rank(entry.api_version)
+        if rank is None:
+            continue
+        if newest is not None and rank > newest[0]:
+            problems.add(
+                "DRA105",
+                f"stream[{entry.index}].apiVersion",
+                f"{entry.api_version} comes after the older {newest[1]}: write the newest "
+                "version first (readers take the first version they know)",
+            )
+        if newest is None or rank < newest[0]:
+            newest = (rank, entry.api_version)
+    if not any(entry.api_version == V1BETA1 for entry in entries):
+        problems.add(
+            "DRA106",
+            "stream",
+            f"no {V1BETA1} entry: the v1.37 kubelet plugin always writes one, "
+            "and readers may know no other version",
+        )
+    if first is None or first.decoded is None:
+        return
+    reference = first.decoded.wire_body()
+    for entry in entries:
+        if entry.index <= first.index:
+            continue
+        if entry.decoded is None and entry.error is not None:
+            problems.add(
+                "DRA108",
+                f"stream[{entry.index}]",
+                f"does not decode, so readers that skip the entries before it fail: {entry.error}",
+            )
+        elif entry.decoded is not None:
+            where = _first_difference(reference, entry.decoded.wire_body(), "")
+            if where is not None:
+                problems.add(
+                    "DRA107",
+                    f"stream[{entry.index}]",
+                    f"the {entry.api_version} entry differs from the {first.api_version} entry "
+                    f"at {where or 'the top'}: readers of different versions see different data",
+                )
+
+
+def _first_difference(a: object, b: object, where: str) -> str | None:
+    """The Go-style path of the first place where two wire bodies differ, or None."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in list(a) + [key for key in b if key not in a]:
+            if key not in a or key not in b:
+                return _join(where, key)
+            found = _first_difference(a[key], b[key], _join(where, key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            found = _first_difference(x, y, f"{where}[{i}]")
+            if found is not None:
+                return found
+        return None if len(a) == len(b) else f"{where}[{min(len(a), len(b))}]"
+    return None if a == b and type(a) is type(b) else where
+
+
+def _join(where: str, key: str) -> str:
+    # Map keys (attributes, labels, annotations) print as [key]; struct fields as .field.
+    if where.endswith(("attributes", "labels", "annotations")):
+        return f"{where}[{key}]"
+    return f"{where}.{key}" if where else key
+
+
+# --- keys: what only the plain JSON shows --------------------------------------------------
+
+
+def _check_keys(top: _Object, problems: _Problems) -> None:
+    _check_object(top, _TOP, "", problems)
+    meta = top.get("metadata")
+    if isinstance(meta, _Object):
+        _check_object(meta, _META, "metadata", problems)
+        for name, known in (("ownerReferences", _OWNER), ("managedFields", _MANAGED)):
+            for i, item in _objects(meta.get(name)):
+                _check_object(item, known, f"metadata.{name}[{i}]", problems)
+    for i, request in _objects(top.get("requests")):
+        where = f"requests[{i}]"
+        _check_object(request, _REQUEST, where, problems)
+        for j, device in _objects(request.get("devices")):
+            at = f"{where}.devices[{j}]"
+            _check_object(device, _DEVICE, at, problems)
+            attributes = device.get("attributes")
+            if isinstance(attributes, _Object):
+                _check_repeated(attributes, f"{at}.attributes", problems)
+                for name, value in attributes.items():
+                    if isinstance(value, _Object):
+                        _check_attribute_value(value, f"{at}.attributes[{name}]", problems)
+            network = device.get("networkData")
+            if isinstance(network, _Object):
+                _check_network(network, f"{at}.networkData", problems)
+
+
+def _objects(value: object) -> Iterator[tuple[int, _Object]]:
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            if isinstance(item, _Object):
+                yield i, item
+
+
+def _field(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _check_repeated(obj: _Object, where: str, problems: _Problems) -> None:
+    for key in obj.repeated:
+        problems.add(
+            "DRA116",
+            _field(where, key),
+            f'key "{key}" appears more than once in one object: Go merges the values, '
+            "other JSON readers keep only the last",
+        )
+
+
+def _check_object(obj: _Object, known: tuple[str, ...], where: str, problems: _Problems) -> None:
+    _check_repeated(obj, where, problems)
+    for key in obj:
+        if key in known:
+            continue
+        if not where and key.lower() in ("apiversion", "kind"):
+            right = "apiVersion" if key.lower() == "apiversion" else "kind"
+            problems.add(
+                "DRA117",
+                key,
+                f'"{key}" is read as "{right}" only because Go ignores its case; '
+                f'other readers need "{right}"',
+            )
+            continue
+        _unknown(key, known, where, problems)
+
+
+def _unknown(key: str, known: tuple[str, ...], where: str, problems: _Problems) -> None:
+    hint = _suggest(key, known)
+    problems.add(
+        "DRA114",
+        _field(where, key),
+        f'unknown field "{key}" (decoders ignore it)'
+        + (f'; did you mean "{hint}"?' if hint else ""),
+    )
+
+
+def _suggest(key: str, known: tuple[str, ...]) -> str | None:
+    folded = {name.lower(): name for name in known}
+    if key.lower().replace("_", "").replace("-", "") in folded:
+        return folded[key.lower().replace("_", "").replace("-", "")]
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def _check_attribute_value(value: _Object, where: str, problems: _Problems) -> None:
+    _check_repeated(value, where, problems)
+    for key in value:
+        if key in ATTRIBUTE_KINDS:
+            continue
+        folded = key.lower()
+        kind = folded[: -len("value")] if folded.endswith("value") else folded
+        if kind in ATTRIBUTE_KINDS:
+            problems.add(
+                "DRA102",
+                _field(where, key),
+                f'"{key}" is the Go field name; the JSON key is "{kind}" '
+                "(readers see an attribute with no value)",
+            )
+        else:
+            _unknown(key, ATTRIBUTE_KINDS, where, problems)
+
+
+def _check_network(network: _Object, where: str, problems: _Problems) -> None:
+    _check_repeated(network, where, problems)
+    for key in network:
+        if key in _NETWORK:
+            continue
+        folded = key.lower().replace("_", "").replace("-", "")
+        right = _NETWORK_MISTAKES.get(folded) or _suggest(key, _NETWORK)
+        if right is not None:
+            problems.add(
+                "DRA101",
+                _field(where, key),
+                f'"{key}" is not a networkData field, readers never see it; use "{right}"',
+            )
+        else:
+            _unknown(key, _NETWORK, where, problems)
+
+
+# --- content: what the decoded object shows ------------------------------------------------
+
+
+def _check_content(md: DeviceMetadata, problems: _Problems) -> None:
+    generation = md.metadata.generation
+    if generation < 1:
+        problems.add(
+            "DRA115",
+            "metadata.generation",
+            f"generation is {generation}: the kubelet plugin writes 1 first and adds 1 on "
+            "every update, and readers compare generations to notice changes",
+        )
+    for i, request in enumerate(md.requests):
+        for j, device in enumerate(request.devices):
+            where = f"requests[{i}].devices[{j}].attributes"
+            count = len(device.attributes)
+            if count > MAX_ATTRIBUTES:
+                problems.add(
+                    "DRA113",
+                    where,
+                    f"{count} attributes: the API allows at most {MAX_ATTRIBUTES} per device",
+                )
+            for name, attribute in device.attributes.items():
+                local = _standard_local(name, device.driver)
+                if local is None:
+                    continue
+                right = f"{STANDARD_DOMAIN}{DOMAIN_SEPARATOR}{local}"
+                if name != right:
+                    problems.add(
+                        "DRA103",
+                        f"{where}[{name}]",
+                        f'"{name}" is not the standard attribute "{right}": readers '
+                        "looking for the standard one will not find it",
+                    )
+                if local in _PCI_ADDRESS_ATTRIBUTES:
+                    for value in (attribute.string, *attribute.strings):
+                        if value is not None and value != value.lower():
+                            problems.add(
+                                "DRA104",
+                                f"{where}[{name}]",
+                                f'PCI address "{value}" has upper-case hex digits: sysfs and '
+                                f'Kubernetes use lower case ("{value.lower()}")',
+                            )
+
+
+def _standard_local(name: str, driver: str) -> str | None:
+    """The standard attribute ``name`` means (``pciBusID``...), or None for any other.
+
+    Names in the driver's own domain (or unqualified) are the driver's attributes,
+    not a misspelt standard one.
+    """
+    domain, sep, local = name.rpartition(DOMAIN_SEPARATOR)
+    standard = _STANDARD.get(local.lower())
+    if standard is None or not sep or domain == driver:
+        return None
+    if domain == STANDARD_DOMAIN or domain.lower().endswith(_KUBERNETES_DOMAINS):
+        return standard
+    return None
+
+
+# --- the path -----------------------------------------------------------------------------
+
+
+def _check_path(path: str, md: DeviceMetadata, problems: _Problems) -> None:
+    parts = [part for part in re.split(r"[\\/]+", path) if part]
+    if not parts:
+        return
+    name = parts[-1]
+    driver: str | None = None
+    request_dir: str | None = None
+    if name.endswith(METADATA_FILE_SUFFIX) and len(name) > len(METADATA_FILE_SUFFIX):
+        driver = name[: -len(METADATA_FILE_SUFFIX)]
+        if len(parts) >= 4 and parts[-4] in (
+            RESOURCE_CLAIMS_SUBDIR,
+            RESOURCE_CLAIM_TEMPLATES_SUBDIR,
+        ):
+            request_dir = parts[-2]
+            _check_claim_dir(parts[-4], parts[-3], md, problems)
+    elif name == _HOST_FILE and len(parts) >= 5 and parts[-4] == _HOST_SUBDIR:
+        # The kubelet plugin's node layout: <plugin dir>/dra-device-metadata/<ns>_<claim>/<req>/
+        driver, request_dir = parts[-5], parts[-2]
+        meta = md.metadata
+        expected = f"{meta.namespace}_{meta.name}"
+        if meta.name and parts[-3] != expected:
+            problems.add(
+                "DRA110",
+                "metadata.name",
+                f'the claim directory is "{parts[-3]}" but the content is claim "{expected}" '
+                "(<namespace>_<name>)",
+            )
+    for i, request in enumerate(md.requests):
+        if request_dir is not None and request.base_name != request_dir:
+            problems.add(
+                "DRA112",
+                f"requests[{i}].name",
+                f'request "{request.name}" is in the directory "{request_dir}": readers look '
+                f'for it in "{request.base_name}"',
+            )
+        for j, device in enumerate(request.devices):
+            if driver is not None and device.driver != driver:
+                problems.add(
+                    "DRA111",
+                    f"requests[{i}].devices[{j}].driver",
+                    f'device of driver "{device.driver}" in the file of driver "{driver}": '
+                    "readers that ask for one driver's file miss it",
+                )
+
+
+def _check_claim_dir(subdir: str, claim_dir: str, md: DeviceMetadata, problems: _Problems) -> None:
+    pod_claim = md.pod_claim_name
+    if subdir == RESOURCE_CLAIM_TEMPLATES_SUBDIR:
+        if not pod_claim:
+            problems.add(
+                "DRA109",
+                "podClaimName",
+                f"missing under {RESOURCE_CLAIM_TEMPLATES_SUBDIR}/: files of claims made from a "
+                "template carry the pod's claim name",
+            )
+        elif pod_claim != claim_dir:
+            problems.add(
+                "DRA110",
+                "podClaimName",
+                f'"{pod_claim}" but the file is in {RESOURCE_CLAIM_TEMPLATES_SUBDIR}/{claim_dir}/',
+            )
+        return
+    if pod_claim:
+        problems.add(
+            "DRA109",
+            "podClaimName",
+            f'"{pod_claim}" is set but the file is under {RESOURCE_CLAIMS_SUBDIR}/: claims made '
+            f"from a template belong in {RESOURCE_CLAIM_TEMPLATES_SUBDIR}/{pod_claim}/",
+        )
+    name = md.metadata.name
+    if name and name != claim_dir:
+        problems.add(
+            "DRA110",
+            "metadata.name",
+            f'claim "{name}" but the file is in {RESOURCE_CLAIMS_SUBDIR}/{claim_dir}/',
+        )

@@ -1,0 +1,341 @@
+"""Walking a metadata root by the documented layout, and nothing else.
+
+The layout is fixed (see :mod:`._paths`)::
+
+    <root>/resourceclaims/<claim>/<request>/<driver>-metadata.json
+    <root>/resourceclaimtemplates/<podClaimName>/<request>/<driver>-metadata.json
+
+:func:`scan` visits exactly those directories and files. It never follows a
+symbolic link below the root (the root itself may be one): every level is
+opened relative to its parent's descriptor with ``O_NOFOLLOW``, so a link
+swapped in while the walk runs is refused too. A link where a claim, request
+or metadata file should be is reported as an :class:`Entry` with an error, as is
+a file that does not decode; other names are ignored, as Go's glob ignores
+them. Metadata files are opened non-blocking, so a FIFO cannot hang the walk.
+
+Entries come sorted: claims before templates, then by claim, request and file
+name in byte order (the order Go merges a request's files in).
+
+>>> entries = scan("examples/dra-device-attributes", kind="claim", claim="train")
+>>> [(e.request, e.driver, e.error) for e in entries]
+[('accel', 'gpu.example.com', None), ('accel', 'rdma.example.com', None)]
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from typing import Final, Literal
+
+import msgspec
+
+from ._errors import DRAMetadataError, InvalidNameError, MetadataNotFoundError
+from ._model import DeviceMetadata, MergedDeviceMetadata
+from ._paths import (
+    METADATA_FILE_SUFFIX,
+    RESOURCE_CLAIM_TEMPLATES_SUBDIR,
+    RESOURCE_CLAIMS_SUBDIR,
+    RootArg,
+    check_name,
+    default_root,
+    metadata_file_name,
+    request_base,
+)
+from ._read import DEFAULT_MAX_SIZE, _os_reason, decode_file, merge, read_fd
+
+__all__ = ["KINDS", "ClaimKind", "Entry", "SymlinkError", "group", "read_request", "scan"]
+
+ClaimKind = Literal["claim", "template"]
+
+#: The two kinds of claim directory, in listing order, with their subdirectory.
+KINDS: Final[tuple[tuple[ClaimKind, str], ...]] = (
+    ("claim", RESOURCE_CLAIMS_SUBDIR),
+    ("template", RESOURCE_CLAIM_TEMPLATES_SUBDIR),
+)
+
+_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
+
+
+class SymlinkError(DRAMetadataError):
+    """A symbolic link where the layout has a directory or a metadata file; not followed."""
+
+
+class Entry(msgspec.Struct, frozen=True):
+    """One metadata file found by :func:`scan`, or a place of the layout that could not be read.
+
+    ``kind`` is ``"claim"`` or ``"template"``; ``claim`` and ``request`` are the
+    directory names (``request`` is ``""`` when a claim directory itself could
+    not be read); ``driver`` comes from the file name (``""`` for a directory).
+    Exactly one of ``metadata`` and ``error`` is set.
+    """
+
+    kind: ClaimKind
+    claim: str
+    request: str
+    driver: str
+    path: str
+    metadata: DeviceMetadata | None = None
+    error: DRAMetadataError | None = None
+
+
+def scan(
+    root: RootArg = None,
+    *,
+    kind: ClaimKind | None = None,
+    claim: str | None = None,
+    request: str | None = None,
+    driver: str | None = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> list[Entry]:
+    """Every metadata file under ``root``, read and decoded, by layout only.
+
+    ``kind``, ``claim``, ``request`` (``req`` or ``req/sub``) and ``driver``
+    narrow the walk; names given are checked (:class:`InvalidNameError`) before
+    anything is opened. Raises :class:`MetadataNotFoundError` when the root is
+    missing, or when a claim, request or driver was named and nothing matches.
+    Problems with single files or directories do not raise: they are entries
+    with an ``error``.
+    """
+    if claim is not None:
+        if kind is None:
+            raise ValueError("scan(): a claim name needs its kind")
+        check_name("claim" if kind == "claim" else "pod claim", claim)
+    base = None if request is None else request_base(request)
+    file_name = None if driver is None else metadata_file_name(driver)
+    top = default_root() if root is None else os.fspath(root)
+    try:
+        root_fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        raise MetadataNotFoundError(f"metadata root {top}: no such directory", path=top) from None
+    except ValueError as err:  # a NUL in the root
+        raise InvalidNameError(f"metadata root {top!r}: {err}", path=top) from None
+    except OSError as err:
+        raise DRAMetadataError(f"metadata root {top}: {_os_reason(err)}", path=top) from None
+    walker = _Walker(top, max_size)
+    try:
+        for claim_kind, subdir in KINDS:
+            if kind is None or kind == claim_kind:
+                walker.kind_dir(root_fd, claim_kind, subdir, claim, base, file_name)
+    finally:
+        os.close(root_fd)
+    entries = walker.entries
+    if not entries and (claim is not None or base is not None or file_name is not None):
+        raise MetadataNotFoundError(_nothing_found(top, kind, claim, base, file_name), path=top)
+    return entries
+
+
+def _nothing_found(
+    top: str, kind: ClaimKind | None, claim: str | None, base: str | None, file_name: str | None
+) -> str:
+    if kind is not None and claim is not None and base is not None:
+        subdir = RESOURCE_CLAIMS_SUBDIR if kind == "claim" else RESOURCE_CLAIM_TEMPLATES_SUBDIR
+        directory = os.path.join(top, subdir, claim, base)
+        if file_name is not None:
+            path = os.path.join(directory, file_name)
+            return f"open metadata file: open {path}: no such file or directory"
+        return f"no metadata files found in {directory}"
+    what = []
+    if claim is not None:
+        what.append(f"{'claim' if kind == 'claim' else 'template claim'} {claim!r}")
+    elif kind is not None:
+        what.append("claims" if kind == "claim" else "template claims")
+    if base is not None:
+        what.append(f"request {base!r}")
+    if file_name is not None:
+        what.append(f"driver {file_name[: -len(METADATA_FILE_SUFFIX)]!r}")
+    return f"no metadata files found for {', '.join(what)} under {top}"
+
+
+class _Walker:
+    """The state of one walk: the root's path for messages, the entries found so far."""
+
+    def __init__(self, top: str, max_size: int) -> None:
+        self.top = top
+        self.max_size = max_size
+        self.entries: list[Entry] = []
+
+    def kind_dir(
+        self,
+        root_fd: int,
+        kind: ClaimKind,
+        subdir: str,
+        claim: str | None,
+        base: str | None,
+        file_name: str | None,
+    ) -> None:
+        path = os.path.join(self.top, subdir)
+        fd = self._open_dir(root_fd, subdir, path, kind, "", "")
+        if fd is None:
+            return
+        try:
+            for name in _names(fd, path, claim, directories=True):
+                claim_path = os.path.join(path, name)
+                claim_fd = self._open_dir(fd, name, claim_path, kind, name, "")
+                if claim_fd is None:
+                    continue
+                try:
+                    for request in _names(claim_fd, claim_path, base, directories=True):
+                        request_path = os.path.join(claim_path, request)
+                        request_fd = self._open_dir(
+                            claim_fd, request, request_path, kind, name, request
+                        )
+                        if request_fd is None:
+                            continue
+                        try:
+                            self.request_dir(
+                                request_fd, request_path, kind, name, request, file_name
+                            )
+                        finally:
+                            os.close(request_fd)
+                finally:
+                    os.close(claim_fd)
+        finally:
+            os.close(fd)
+
+    def _open_dir(
+        self, parent: int, name: str, path: str, kind: ClaimKind, claim: str, request: str
+    ) -> int | None:
+        """``name`` under ``parent`` opened as a directory, or ``None`` (and maybe an entry)."""
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            return None  # not there (or gone since it was listed): nothing to list
+        except OSError as err:
+            if err.errno in (errno.ENOTDIR, errno.ELOOP):
+                if not _is_symlink(parent, name):
+                    return None  # a file where a directory could be: not part of the layout
+                error: DRAMetadataError = SymlinkError(
+                    f"{path}: is a symbolic link; links below the metadata root are not followed",
+                    path=path,
+                )
+            else:
+                error = DRAMetadataError(f"open directory {path}: {_os_reason(err)}", path=path)
+        self.entries.append(Entry(kind, claim, request, "", path, error=error))
+        return None
+
+    def request_dir(
+        self,
+        fd: int,
+        path: str,
+        kind: ClaimKind,
+        claim: str,
+        request: str,
+        file_name: str | None,
+    ) -> None:
+        for name in _names(fd, path, file_name, directories=False):
+            if not name.endswith(METADATA_FILE_SUFFIX):
+                continue
+            file_path = os.path.join(path, name)
+            driver = name[: -len(METADATA_FILE_SUFFIX)]
+            try:
+                md = self._read(fd, name, file_path)
+            except DRAMetadataError as err:
+                self.entries.append(Entry(kind, claim, request, driver, file_path, error=err))
+            else:
+                self.entries.append(Entry(kind, claim, request, driver, file_path, metadata=md))
+
+    def _read(self, dir_fd: int, name: str, path: str) -> DeviceMetadata:
+        try:
+            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise MetadataNotFoundError(
+                f"open metadata file: open {path}: no such file or directory", path=path
+            ) from None
+        except OSError as err:
+            if err.errno == errno.ELOOP or _is_symlink(dir_fd, name):
+                raise SymlinkError(
+                    f"{path}: is a symbolic link; links below the metadata root are not followed",
+                    path=path,
+                ) from None
+            raise DRAMetadataError(
+                f"open metadata file: open {path}: {_os_reason(err)}", path=path
+            ) from None
+        try:
+            mode = os.fstat(fd).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise DRAMetadataError(f"{path}: not a regular file", path=path)
+            return decode_file(path, read_fd(fd, path, max_size=self.max_size))
+        finally:
+            os.close(fd)
+
+
+def _names(fd: int, path: str, only: str | None, *, directories: bool) -> list[str]:
+    """The names in the open directory ``fd`` in byte order, or just ``only`` if it is there."""
+    if only is not None:
+        try:
+            os.stat(only, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return []
+        except OSError as err:
+            raise DRAMetadataError(f"{os.path.join(path, only)}: {_os_reason(err)}") from None
+        return [only]
+    try:
+        with os.scandir(fd) as listing:
+            names = [
+                entry.name
+                for entry in listing
+                if not directories or entry.is_dir(follow_symlinks=False) or entry.is_symlink()
+            ]
+    except OSError as err:
+        raise DRAMetadataError(f"list directory {path}: {_os_reason(err)}", path=path) from None
+    names.sort(key=os.fsencode)
+    return names
+
+
+def _is_symlink(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def group(entries: list[Entry]) -> Iterator[list[Entry]]:
+    """The entries of :func:`scan` grouped by request directory, in order.
+
+    A claim directory that could not be read is a group of its own.
+    """
+    current: list[Entry] = []
+    for entry in entries:
+        if current and (entry.kind, entry.claim, entry.request) != (
+            current[0].kind,
+            current[0].claim,
+            current[0].request,
+        ):
+            yield current
+            current = []
+        current.append(entry)
+    if current:
+        yield current
+
+
+def merged(entries: list[Entry]) -> MergedDeviceMetadata:
+    """The files of one request directory merged as Go merges them; raises the first error."""
+    files: list[tuple[str, DeviceMetadata]] = []
+    for entry in entries:
+        if entry.error is not None:
+            raise entry.error
+        assert entry.metadata is not None  # an entry has metadata or an error
+        files.append((entry.path, entry.metadata))
+    return merge(files)
+
+
+def read_request(
+    kind: ClaimKind,
+    claim: str,
+    request: str,
+    *,
+    driver: str | None = None,
+    root: RootArg = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> MergedDeviceMetadata:
+    """One request's files, merged: :func:`~dra_metadata.read_resource_claim` without links.
+
+    Raises the error of the first file that does not read or decode, and
+    :class:`MetadataNotFoundError` (with the library's message) when there is no file.
+    """
+    entries = scan(root, kind=kind, claim=claim, request=request, driver=driver, max_size=max_size)
+    return merged(entries)

@@ -1,0 +1,1163 @@
+"""Fake metadata trees for tests, written exactly as the Go kubelet plugin writes them.
+
+Build claims, requests and devices in code, then :meth:`MetadataTree.write` them:
+each (claim, request, driver) becomes one ``<driver>-metadata.json`` file in the
+container layout, encoded with :func:`dra_metadata.encode` (byte for byte what
+the Go writer produces), in the chosen API versions (``v1beta1`` then
+``v1alpha1`` by default), files ``0644`` and directories ``0755``.
+
+>>> import tempfile
+>>> import dra_metadata as dm
+>>> from dra_metadata.testing import MetadataTree
+>>> with tempfile.TemporaryDirectory() as root:
+...     tree = MetadataTree(root)
+...     _ = tree.template_claim("gpu").request("gpu").device(
+...         "gpu.example.com", "worker-0", "gpu-0", uuid="gpu-1234", index=0)
+...     _ = tree.write()
+...     md = dm.read_resource_claim_template("gpu", "gpu", root=root)
+...     print(md.requests[0].devices[0].attribute("uuid"), md.sources[0].generation)
+gpu-1234 1
+
+What a test can do with a tree:
+
+* :meth:`~MetadataTree.update` rewrites changed files with the generation bumped,
+  in place (``mode="in-place"``: truncate and write the same inode, as Go v1.36
+  does) or by rename (``mode="rename"``: a temporary file renamed over the old
+  one, a new inode, as Go v1.37 does);
+* :meth:`~MetadataTree.tear` leaves a file empty or half written, as a reader
+  racing an in-place writer sees it;
+* :meth:`~MetadataTree.remove` deletes a claim's files, as the plugin does at
+  unprepare;
+* :class:`MountedMetadataTree` writes the files where a kubelet plugin keeps them
+  on the node and exposes each one in a container root through a real read-only
+  single-file bind mount, the way a container sees them (needs root; raises
+  :class:`MountUnavailableError` where mounting is refused).
+
+Keyword attributes are converted by kind: ``uuid="x"`` is a string, ``index=0``
+an int, ``True`` a bool, a :class:`~dra_metadata.VersionValue` (or
+:func:`version`) a version, a list the list form of its items' kind. Qualified
+names go in ``attributes={"resource.kubernetes.io/pciBusID": "0000:3b:00.0"}``.
+
+The pytest plugin (:mod:`dra_metadata.pytest_plugin`) hands a fresh tree to a test
+as the ``dra_metadata_tree`` fixture, with ``DRA_METADATA_ROOT`` pointing at it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Final, Literal, Self, TypeAlias
+
+from ._encode import DEFAULT_VERSIONS, encode
+from ._model import (
+    Device,
+    DeviceAttribute,
+    DeviceMetadata,
+    DeviceMetadataRequest,
+    NetworkDeviceData,
+    ObjectMeta,
+    VersionValue,
+)
+from ._paths import (
+    METADATA_FILE_SUFFIX,
+    RESOURCE_CLAIM_TEMPLATES_SUBDIR,
+    RESOURCE_CLAIMS_SUBDIR,
+    check_name,
+    request_base,
+)
+
+__all__ = [
+    "HOST_METADATA_FILE",
+    "HOST_METADATA_SUBDIR",
+    "AttributeInput",
+    "ClaimBuilder",
+    "DeviceBuilder",
+    "MetadataTree",
+    "MountUnavailableError",
+    "MountedMetadataTree",
+    "RequestBuilder",
+    "WriteMode",
+    "check_mounts_possible",
+    "make_dirs",
+    "to_attribute",
+    "version",
+    "write_file",
+]
+
+#: How a file is (re)written: ``"in-place"`` truncates and writes the same inode (Go
+#: v1.36); ``"rename"`` writes a temporary file and renames it over the target (Go v1.37).
+WriteMode: TypeAlias = Literal["in-place", "rename"]
+
+#: What an attribute can be given as (see :func:`to_attribute`).
+AttributeInput: TypeAlias = (
+    bool
+    | int
+    | str
+    | VersionValue
+    | DeviceAttribute
+    | Sequence[bool]
+    | Sequence[int]
+    | Sequence[str]
+    | Sequence[VersionValue]
+)
+
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_FILE_MODE: Final = 0o644
+_DIR_MODE: Final = 0o755
+_MODES: Final = ("in-place", "rename")
+# Namespace for the claim UIDs a tree makes up: the same claim gets the same UID in every run.
+_UID_NAMESPACE: Final = uuid.UUID("6f1e2d3c-4b5a-4978-8e6f-5d4c3b2a1908")
+# The characters Kubernetes uses for the random suffix of a generated name.
+_NAME_SUFFIX_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
+#: Where a kubelet plugin keeps a claim's metadata files, below its plugin data directory.
+HOST_METADATA_SUBDIR: Final = "dra-device-metadata"
+#: The name of a metadata file on the node (the container sees ``<driver>-metadata.json``).
+HOST_METADATA_FILE: Final = "metadata.json"
+
+
+class MountUnavailableError(RuntimeError):
+    """Bind mounts cannot be made here (not root, no ``mount``, or the kernel refused).
+
+    ``reason`` says why, in a form fit for ``pytest.skip(err.reason)``.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def version(text: str) -> VersionValue:
+    """Mark ``text`` as a semantic version, so that it becomes a ``version`` attribute.
+
+    >>> to_attribute(version("1.2.3"))
+    DeviceAttribute(version='1.2.3')
+    """
+    return VersionValue(text)
+
+
+def to_attribute(value: AttributeInput) -> DeviceAttribute:
+    """The :class:`~dra_metadata.DeviceAttribute` for a plain Python value.
+
+    ``bool`` becomes ``bool``, ``int`` ``int``, :class:`~dra_metadata.VersionValue`
+    ``version``, ``str`` ``string``; a non-empty list or tuple becomes the list
+    form of its items' kind. A ``DeviceAttribute`` is taken as it is.
+
+    >>> to_attribute(True), to_attribute(3), to_attribute("A100")
+    (DeviceAttribute(bool=True), DeviceAttribute(int=3), DeviceAttribute(string='A100'))
+    >>> to_attribute([0, 1])
+    DeviceAttribute(ints=(0, 1))
+    """
+    if isinstance(value, DeviceAttribute):
+        return value
+    if isinstance(value, bool):
+        return DeviceAttribute(bool=value)
+    if isinstance(value, int):
+        return DeviceAttribute(int=_int64(value))
+    if isinstance(value, VersionValue):
+        return DeviceAttribute(version=str(value))
+    if isinstance(value, str):
+        return DeviceAttribute(string=value)
+    if isinstance(value, (list, tuple)):
+        items = tuple(value)
+        if not items:
+            raise ValueError("an empty list has no kind (Kubernetes treats it as not set)")
+        if all(isinstance(item, bool) for item in items):
+            return DeviceAttribute(bools=items)
+        if all(isinstance(item, int) and not isinstance(item, bool) for item in items):
+            return DeviceAttribute(ints=tuple(_int64(item) for item in items))
+        if all(isinstance(item, VersionValue) for item in items):
+            return DeviceAttribute(versions=tuple(str(item) for item in items))
+        if all(isinstance(item, str) and not isinstance(item, VersionValue) for item in items):
+            return DeviceAttribute(strings=items)
+        kinds = sorted({type(item).__name__ for item in items})
+        raise TypeError(f"list attribute items must all be of one kind, got {', '.join(kinds)}")
+    raise TypeError(f"cannot make a device attribute of {type(value).__name__}")
+
+
+def _int64(value: int) -> int:
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"int attribute {value} does not fit in 64 bits")
+    return value
+
+
+def _attributes(
+    given: Mapping[str, AttributeInput] | None, keywords: Mapping[str, AttributeInput]
+) -> dict[str, DeviceAttribute]:
+    merged: dict[str, DeviceAttribute] = {}
+    for source in (given or {}, keywords):
+        for name, value in source.items():
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"attribute name must be a non-empty string, not {name!r}")
+            merged[name] = to_attribute(value)
+    return merged
+
+
+class DeviceBuilder:
+    """One device of a request: identity, attributes and network data, all changeable.
+
+    Made by :meth:`RequestBuilder.device`. Changes reach the files at the next
+    :meth:`MetadataTree.write` or :meth:`MetadataTree.update`.
+    """
+
+    def __init__(
+        self,
+        request: RequestBuilder,
+        driver: str,
+        pool: str,
+        name: str,
+        attributes: dict[str, DeviceAttribute],
+        network_data: NetworkDeviceData | None,
+    ) -> None:
+        self._request = request
+        self.driver: Final = driver
+        self.pool: Final = pool
+        self.name: Final = name
+        self._attributes = attributes
+        self._network_data = network_data
+
+    def __repr__(self) -> str:
+        return f"DeviceBuilder({self.driver!r}, {self.pool!r}, {self.name!r})"
+
+    @property
+    def request(self) -> RequestBuilder:
+        """The request this device belongs to."""
+        return self._request
+
+    def set(
+        self, attributes: Mapping[str, AttributeInput] | None = None, /, **values: AttributeInput
+    ) -> DeviceBuilder:
+        """Add or replace attributes (as :meth:`RequestBuilder.device` takes them); returns self."""
+        self._attributes.update(_attributes(attributes, values))
+        return self
+
+    def unset(self, *names: str) -> DeviceBuilder:
+        """Remove attributes by their exact key; returns self."""
+        for name in names:
+            if name not in self._attributes:
+                raise KeyError(f"{self!r} has no attribute {name!r}")
+            del self._attributes[name]
+        return self
+
+    def network(
+        self,
+        *,
+        interface_name: str = "",
+        ips: Iterable[str] = (),
+        hardware_address: str = "",
+    ) -> DeviceBuilder:
+        """Set the device's network data (replacing any earlier); returns self.
+
+        >>> dev = MetadataTree("/nowhere").claim("nic").request("eth").device("n.x", "p", "vf-0")
+        >>> dev.network(interface_name="net1", ips=["10.0.0.5/24"]).build().network_data
+        NetworkDeviceData(interface_name='net1', ips=('10.0.0.5/24',))
+        """
+        if isinstance(ips, str):
+            raise TypeError("ips must be a list of strings, not one string")
+        self._network_data = NetworkDeviceData(
+            interface_name=interface_name, ips=tuple(ips), hardware_address=hardware_address
+        )
+        return self
+
+    def without_network(self) -> DeviceBuilder:
+        """Drop the device's network data; returns self."""
+        self._network_data = None
+        return self
+
+    def build(self) -> Device:
+        """The :class:`~dra_metadata.Device` as it will be written."""
+        return Device(
+            self.driver,
+            self.pool,
+            self.name,
+            attributes=dict(self._attributes),
+            network_data=self._network_data,
+        )
+
+    @property
+    def path(self) -> Path:
+        """The file a container reads this device from."""
+        return self._request.path(self.driver)
+
+    @property
+    def host_path(self) -> Path:
+        """The file the tree writes this device to (the same as :attr:`path` unless mounted)."""
+        return self._request.host_path(self.driver)
+
+
+class RequestBuilder:
+    """One request of a claim (``gpu`` or a subrequest ``gpu/high-memory``).
+
+    Made by :meth:`ClaimBuilder.request`. Each driver serving it gets its own file.
+    """
+
+    def __init__(self, claim: ClaimBuilder, name: str) -> None:
+        self._claim = claim
+        self.name: Final = name
+        self.base_name: Final = request_base(name)
+        self._devices: list[DeviceBuilder] = []
+        self._drivers: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"RequestBuilder({self._claim!r}, {self.name!r})"
+
+    @property
+    def claim(self) -> ClaimBuilder:
+        """The claim this request belongs to."""
+        return self._claim
+
+    @property
+    def devices(self) -> tuple[DeviceBuilder, ...]:
+        """The devices, in the order they were added."""
+        return tuple(self._devices)
+
+    @property
+    def drivers(self) -> tuple[str, ...]:
+        """The drivers that serve this request (one file each), in the order first seen."""
+        return tuple(self._drivers)
+
+    def device(
+        self,
+        driver: str,
+        pool: str,
+        name: str,
+        *,
+        attributes: Mapping[str, AttributeInput] | None = None,
+        network: NetworkDeviceData | None = None,
+        **values: AttributeInput,
+    ) -> DeviceBuilder:
+        """Add a device; keyword arguments become attributes by kind (see :func:`to_attribute`).
+
+        ``attributes`` takes names a keyword cannot hold (qualified ones with a ``/``).
+        A device's identity (driver, pool, name) must be new in the request.
+
+        >>> req = MetadataTree("/nowhere").claim("c").request("gpu")
+        >>> dev = req.device("gpu.example.com", "node-a", "gpu-0", index=0,
+        ...                  attributes={"resource.kubernetes.io/pciBusID": "0000:3b:00.0"})
+        >>> dev.build().pci_bus_id, dev.build().attribute("index")
+        ('0000:3b:00.0', 0)
+        """
+        check_name("driver", driver)
+        for other in self._devices:
+            if (other.driver, other.pool, other.name) == (driver, pool, name):
+                raise ValueError(f"request {self.name!r} already has device {other!r}")
+        device = DeviceBuilder(self, driver, pool, name, _attributes(attributes, values), network)
+        self._devices.append(device)
+        if driver not in self._drivers:
+            self._drivers.append(driver)
+        return device
+
+    def remove_device(self, device: DeviceBuilder) -> None:
+        """Take a device out of the request; its driver's file stays, maybe with no devices."""
+        self._devices.remove(device)
+
+    def _driver(self, driver: str | None) -> str:
+        if driver is not None:
+            if driver not in self._drivers:
+                raise ValueError(f"request {self.name!r} has no device from driver {driver!r}")
+            return driver
+        if len(self._drivers) != 1:
+            raise ValueError(
+                f"request {self.name!r} is served by {len(self._drivers)} drivers: name one"
+            )
+        return self._drivers[0]
+
+    def path(self, driver: str | None = None) -> Path:
+        """The file a container reads for ``driver`` (optional when only one driver serves it)."""
+        return self._claim._tree._path_of(
+            _FileKey(self._claim, self.base_name, self._driver(driver))
+        )
+
+    def host_path(self, driver: str | None = None) -> Path:
+        """The file the tree writes for ``driver`` (:meth:`path` unless the tree is mounted)."""
+        key = _FileKey(self._claim, self.base_name, self._driver(driver))
+        return self._claim._tree._host_path_of(key)
+
+    def metadata(
+        self, driver: str | None = None, *, generation: int | None = None
+    ) -> DeviceMetadata:
+        """The object ``driver``'s file holds, at ``generation`` (default: its current one).
+
+        A file not written yet is shown at the generation its first write will have.
+        """
+        name = self._driver(driver)
+        tree = self._claim._tree
+        key = _FileKey(self._claim, self.base_name, name)
+        if generation is None:
+            generation = tree.generation(key) or self._claim.initial_generation
+        return tree._object(key, generation)
+
+    def encode(
+        self,
+        driver: str | None = None,
+        *,
+        generation: int | None = None,
+        versions: Iterable[str] | None = None,
+    ) -> bytes:
+        """The bytes of ``driver``'s file, without writing it (for hand-made variants)."""
+        name = self._driver(driver)
+        chosen = self._claim._tree.versions_for(name) if versions is None else tuple(versions)
+        return encode(self.metadata(name, generation=generation), chosen)
+
+
+class ClaimBuilder:
+    """A ResourceClaim as the kubelet plugin sees it: identity and requests.
+
+    Made by :meth:`MetadataTree.claim` (a claim referenced by name) or
+    :meth:`MetadataTree.template_claim` (a claim made from a template).
+    """
+
+    def __init__(
+        self,
+        tree: MetadataTree,
+        *,
+        name: str,
+        namespace: str,
+        uid: str,
+        generation: int,
+        pod_claim_name: str | None,
+    ) -> None:
+        self._tree = tree
+        self.name: Final = name
+        self.namespace: Final = namespace
+        self.uid: Final = uid
+        self.initial_generation: Final = generation
+        self.pod_claim_name: Final = pod_claim_name
+        self._requests: dict[str, RequestBuilder] = {}
+
+    def __repr__(self) -> str:
+        if self.pod_claim_name is not None:
+            return f"ClaimBuilder(template {self.pod_claim_name!r}: {self.namespace}/{self.name})"
+        return f"ClaimBuilder({self.namespace}/{self.name})"
+
+    @property
+    def subdir(self) -> str:
+        """``resourceclaims`` or ``resourceclaimtemplates``: where a container finds it."""
+        if self.pod_claim_name is None:
+            return RESOURCE_CLAIMS_SUBDIR
+        return RESOURCE_CLAIM_TEMPLATES_SUBDIR
+
+    @property
+    def directory_name(self) -> str:
+        """The claim's directory in the container: its name, or its pod-spec claim name."""
+        return self.name if self.pod_claim_name is None else self.pod_claim_name
+
+    @property
+    def requests(self) -> tuple[RequestBuilder, ...]:
+        """The requests, in the order they were added."""
+        return tuple(self._requests.values())
+
+    def request(self, name: str) -> RequestBuilder:
+        """The request named ``name`` (``req`` or ``req/sub``), added on first use.
+
+        Go writes one file per base request, so ``gpu`` and ``gpu/sub`` cannot both
+        be in one claim.
+        """
+        found = self._requests.get(name)
+        if found is not None:
+            return found
+        request = RequestBuilder(self, name)
+        for other in self._requests.values():
+            if other.base_name == request.base_name:
+                raise ValueError(
+                    f"requests {other.name!r} and {name!r} would share the directory "
+                    f"{request.base_name!r}"
+                )
+        self._requests[name] = request
+        return request
+
+
+@dataclass(frozen=True, eq=False)
+class _FileKey:
+    """One file: a claim's base request as written by one driver."""
+
+    claim: ClaimBuilder
+    base: str
+    driver: str
+
+    def ident(self) -> tuple[str, str, str, str]:
+        return (self.claim.subdir, self.claim.directory_name, self.base, self.driver)
+
+    def __hash__(self) -> int:
+        return hash(self.ident())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _FileKey) and self.ident() == other.ident()
+
+
+@dataclass
+class _FileState:
+    generation: int  # of the last complete write
+    data: bytes | None  # the bytes of the last complete write; None while torn
+    torn_generation: int | None = None  # the generation an interrupted write was writing
+
+
+_Target: TypeAlias = ClaimBuilder | RequestBuilder | DeviceBuilder
+
+
+class MetadataTree:
+    """A metadata tree in the container layout under ``root``, built and written in code.
+
+    ``versions`` are the API versions every file holds, in order (the Go writer
+    lists the newest first); :meth:`set_versions` changes them for one driver.
+    ``mode`` is the default for :meth:`write` and :meth:`update`.
+
+    Usable as a context manager; :meth:`close` releases what the tree holds
+    (mounts, for :class:`MountedMetadataTree`).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        versions: Iterable[str] = DEFAULT_VERSIONS,
+        mode: WriteMode = "rename",
+    ) -> None:
+        self.root: Final = Path(root)
+        self._versions = _check_versions(versions)
+        self._driver_versions: dict[str, tuple[str, ...]] = {}
+        self.mode: WriteMode = _check_mode(mode)
+        self._claims: dict[tuple[str, str], ClaimBuilder] = {}
+        self._files: dict[_FileKey, _FileState] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.root)!r})"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release what the tree holds; the files stay. Safe to call more than once."""
+
+    # --- building ---------------------------------------------------------------------
+
+    def claim(
+        self,
+        name: str,
+        *,
+        namespace: str | None = None,
+        uid: str | None = None,
+        generation: int | None = None,
+    ) -> ClaimBuilder:
+        """The claim referenced by name ``name`` (``resourceclaims/<name>``), added on first use.
+
+        ``namespace`` defaults to ``default``; ``uid`` to one derived from namespace
+        and name (the same in every run); ``generation`` is what files get at their
+        first write (1, as the kubelet plugin writes).
+        """
+        check_name("claim", name)
+        return self._claim(
+            (RESOURCE_CLAIMS_SUBDIR, name),
+            name=name,
+            namespace=namespace,
+            uid=uid,
+            generation=generation,
+            pod_claim_name=None,
+        )
+
+    def template_claim(
+        self,
+        pod_claim_name: str,
+        *,
+        pod: str | None = None,
+        claim_name: str | None = None,
+        namespace: str | None = None,
+        uid: str | None = None,
+        generation: int | None = None,
+    ) -> ClaimBuilder:
+        """A claim made from a ResourceClaimTemplate, found under ``resourceclaimtemplates/``.
+
+        ``pod_claim_name`` is the claim's name in the pod spec. The claim's own name
+        defaults to what Kubernetes generates, ``<pod>-<pod_claim_name>-<5 chars>``
+        (``pod`` defaults to ``my-pod``; the suffix is derived from namespace, pod
+        and claim, so it is the same in every run). Naming an existing template
+        claim again without ``pod`` or ``claim_name`` returns it.
+
+        >>> claim = MetadataTree("/nowhere").template_claim("gpu", pod="trainer-0")
+        >>> claim.name, claim.pod_claim_name, claim.namespace
+        ('trainer-0-gpu-zbftz', 'gpu', 'default')
+        """
+        check_name("pod claim", pod_claim_name)
+        ns = "default" if namespace is None else namespace
+        existing = self._claims.get((RESOURCE_CLAIM_TEMPLATES_SUBDIR, pod_claim_name))
+        if claim_name is None and (pod is not None or existing is None):
+            pod = "my-pod" if pod is None else pod
+            claim_name = f"{pod}-{pod_claim_name}-{_name_suffix(ns, pod, pod_claim_name)}"
+        if claim_name is not None:
+            check_name("claim", claim_name)
+        return self._claim(
+            (RESOURCE_CLAIM_TEMPLATES_SUBDIR, pod_claim_name),
+            name=claim_name,
+            namespace=namespace,
+            uid=uid,
+            generation=generation,
+            pod_claim_name=pod_claim_name,
+        )
+
+    def _claim(
+        self,
+        key: tuple[str, str],
+        *,
+        name: str | None,
+        namespace: str | None,
+        uid: str | None,
+        generation: int | None,
+        pod_claim_name: str | None,
+    ) -> ClaimBuilder:
+        found = self._claims.get(key)
+        if found is not None:
+            given = {"name": name, "namespace": namespace, "uid": uid, "generation": generation}
+            have = {
+                "name": found.name,
+                "namespace": found.namespace,
+                "uid": found.uid,
+                "generation": found.initial_generation,
+            }
+            for field, value in given.items():
+                if value is not None and value != have[field]:
+                    raise ValueError(f"{found!r} already exists with {field}={have[field]!r}")
+            return found
+        ns = "default" if namespace is None else namespace
+        if name is None:  # pragma: no cover - callers always name a new claim
+            raise ValueError("a new claim needs a name")
+        if generation is not None and generation < 0:
+            raise ValueError(f"generation must not be negative, got {generation}")
+        claim = ClaimBuilder(
+            self,
+            name=name,
+            namespace=ns,
+            uid=str(uuid.uuid5(_UID_NAMESPACE, f"{ns}/{name}")) if uid is None else uid,
+            generation=1 if generation is None else generation,
+            pod_claim_name=pod_claim_name,
+        )
+        self._claims[key] = claim
+        return claim
+
+    @property
+    def claims(self) -> tuple[ClaimBuilder, ...]:
+        """The claims, in the order they were added."""
+        return tuple(self._claims.values())
+
+    def set_versions(self, versions: Iterable[str], *, driver: str | None = None) -> None:
+        """The API versions (in order) of every file, or of ``driver``'s files only.
+
+        Any ``group/version`` string is accepted, so a test can put entries of
+        versions no reader knows in front.
+        """
+        chosen = _check_versions(versions)
+        if driver is None:
+            self._versions = chosen
+        else:
+            self._driver_versions[check_name("driver", driver)] = chosen
+
+    def versions_for(self, driver: str) -> tuple[str, ...]:
+        """The API versions ``driver``'s files are written in."""
+        return self._driver_versions.get(driver, self._versions)
+
+    # --- paths --------------------------------------------------------------------------
+
+    def _path_of(self, key: _FileKey) -> Path:
+        """Where a container reads the file ``key`` (internal; use the builders' ``path``)."""
+        claim = key.claim
+        return (
+            self.root
+            / claim.subdir
+            / claim.directory_name
+            / key.base
+            / (key.driver + METADATA_FILE_SUFFIX)
+        )
+
+    def _host_path_of(self, key: _FileKey) -> Path:
+        """Where the tree writes the file ``key`` (internal)."""
+        return self._path_of(key)
+
+    # --- what the files hold --------------------------------------------------------------
+
+    def _object(self, key: _FileKey, generation: int) -> DeviceMetadata:
+        claim = key.claim
+        request = next(r for r in claim.requests if r.base_name == key.base)
+        return DeviceMetadata(
+            metadata=ObjectMeta(
+                name=claim.name,
+                namespace=claim.namespace,
+                uid=claim.uid,
+                generation=generation,
+            ),
+            pod_claim_name=claim.pod_claim_name,
+            requests=(
+                DeviceMetadataRequest(
+                    request.name,
+                    tuple(d.build() for d in request.devices if d.driver == key.driver),
+                ),
+            ),
+        )
+
+    def _render(self, key: _FileKey, generation: int) -> bytes:
+        return encode(self._object(key, generation), self.versions_for(key.driver))
+
+    def _model_keys(self) -> list[_FileKey]:
+        return [
+            _FileKey(claim, request.base_name, driver)
+            for claim in self._claims.values()
+            for request in claim.requests
+            for driver in request.drivers
+        ]
+
+    def _keys_of(self, what: _Target, driver: str | None = None) -> list[_FileKey]:
+        if isinstance(what, DeviceBuilder):
+            if driver is not None and driver != what.driver:
+                raise ValueError(f"{what!r} is not from driver {driver!r}")
+            keys = [_FileKey(what.request.claim, what.request.base_name, what.driver)]
+        elif isinstance(what, RequestBuilder):
+            keys = [_FileKey(what.claim, what.base_name, d) for d in what.drivers]
+        elif isinstance(what, ClaimBuilder):
+            keys = [_FileKey(what, r.base_name, d) for r in what.requests for d in r.drivers]
+        else:
+            raise TypeError(f"expected a claim, request or device builder, not {what!r}")
+        if driver is not None:
+            keys = [key for key in keys if key.driver == driver]
+        if not keys:
+            raise ValueError(f"{what!r} has no file yet: add a device first")
+        for key in keys:
+            if self._claims.get((key.claim.subdir, key.claim.directory_name)) is not key.claim:
+                raise ValueError(f"{key.claim!r} is not (or no longer) part of {self!r}")
+        return keys
+
+    def generation(self, what: _Target | _FileKey, driver: str | None = None) -> int:
+        """The generation of the last complete write of ``what``'s file (0 if never written)."""
+        keys = [what] if isinstance(what, _FileKey) else self._keys_of(what, driver)
+        if len(keys) != 1:
+            raise ValueError(f"{what!r} has {len(keys)} files: name a driver or a device")
+        state = self._files.get(keys[0])
+        return 0 if state is None else state.generation
+
+    # --- writing ------------------------------------------------------------------------
+
+    def write(self, *, mode: WriteMode | None = None) -> list[Path]:
+        """Make the files match the tree, generations unchanged; returns the files written.
+
+        A file written for the first time gets its claim's initial generation (1);
+        a file whose content changed is rewritten at the same generation (use
+        :meth:`update` to bump it); a torn file is completed.
+        """
+        chosen = self.mode if mode is None else _check_mode(mode)
+        written = []
+        for key in self._model_keys():
+            state = self._files.get(key)
+            if state is None:
+                generation = key.claim.initial_generation
+            elif state.torn_generation is not None:
+                generation = state.torn_generation
+            else:
+                generation = state.generation
+            data = self._render(key, generation)
+            if state is not None and state.torn_generation is None and state.data == data:
+                continue
+            self._put(key, data, chosen)
+            self._files[key] = _FileState(generation, data)
+            written.append(self._host_path_of(key))
+        return written
+
+    def update(self, *what: _Target, mode: WriteMode | None = None) -> list[Path]:
+        """Rewrite files with the generation bumped, as the plugin's metadata update does.
+
+        With no arguments: every file whose content changed since it was written
+        (new files get their first generation, torn ones are completed). With
+        claims, requests or devices: their files, changed or not. Raises
+        ``ValueError`` when nothing changed and nothing was named.
+
+        ``mode="in-place"`` truncates and writes the same inode (Go v1.36: a
+        bind-mounted container sees it); ``mode="rename"`` renames a new file over
+        the old one (Go v1.37: a container that mounted the old file keeps it).
+        """
+        chosen = self.mode if mode is None else _check_mode(mode)
+        if what:
+            keys = list(dict.fromkeys(key for target in what for key in self._keys_of(target)))
+        else:
+            keys = [key for key in self._model_keys() if self._changed(key)]
+            if not keys:
+                raise ValueError("nothing changed since the last write: name what to update")
+        written = []
+        for key in keys:
+            state = self._files.get(key)
+            if state is None:
+                generation = key.claim.initial_generation
+            elif state.torn_generation is not None:
+                generation = state.torn_generation
+            else:
+                generation = state.generation + 1
+            data = self._render(key, generation)
+            self._put(key, data, chosen)
+            self._files[key] = _FileState(generation, data)
+            written.append(self._host_path_of(key))
+        return written
+
+    def _changed(self, key: _FileKey) -> bool:
+        state = self._files.get(key)
+        if state is None or state.torn_generation is not None:
+            return True
+        return state.data != self._render(key, state.generation)
+
+    def tear(
+        self, what: _Target, *, size: int | None = None, driver: str | None = None
+    ) -> list[Path]:
+        """Leave ``what``'s files as a reader sees them in the middle of an in-place write.
+
+        Each file gets the first ``size`` bytes of its next generation's content,
+        written in place; ``size=0`` leaves it empty. The default is half of the
+        stream's first entry, which no reader can decode (a prefix that holds the
+        whole first entry still decodes: readers never look past it). The next
+        :meth:`write` or :meth:`update` completes that generation.
+        """
+        if size is not None and size < 0:
+            raise ValueError(f"size must not be negative, got {size}")
+        written = []
+        for key in self._keys_of(what, driver):
+            state = self._files.get(key)
+            if state is None:
+                generation = key.claim.initial_generation
+            elif state.torn_generation is not None:
+                generation = state.torn_generation
+            else:
+                generation = state.generation + 1
+            data = self._render(key, generation)
+            keep = _first_entry_size(data) // 2 if size is None else size
+            if keep >= len(data):
+                raise ValueError(f"size {keep} would not tear a file of {len(data)} bytes")
+            self._put(key, data[:keep], "in-place")
+            if state is None:
+                self._files[key] = _FileState(0, None, generation)
+            else:
+                state.torn_generation = generation
+            written.append(self._host_path_of(key))
+        return written
+
+    def remove(self, what: ClaimBuilder | RequestBuilder) -> list[Path]:
+        """Delete a claim's (or one request's) files and empty directories, as at unprepare.
+
+        The claim or request leaves the tree; returns the files removed.
+        """
+        keys = [key for key in self._keys_of_any(what) if key in self._files]
+        removed = []
+        for key in keys:
+            self._delete(key)
+            del self._files[key]
+            removed.append(self._host_path_of(key))
+        if isinstance(what, ClaimBuilder):
+            del self._claims[(what.subdir, what.directory_name)]
+        else:
+            del what.claim._requests[what.name]
+        return removed
+
+    def _keys_of_any(self, what: ClaimBuilder | RequestBuilder) -> list[_FileKey]:
+        claim = what if isinstance(what, ClaimBuilder) else what.claim
+        if self._claims.get((claim.subdir, claim.directory_name)) is not claim:
+            raise ValueError(f"{claim!r} is not (or no longer) part of {self!r}")
+        if isinstance(what, RequestBuilder):
+            return [_FileKey(claim, what.base_name, d) for d in what.drivers]
+        return [_FileKey(claim, r.base_name, d) for r in claim.requests for d in r.drivers]
+
+    # --- file operations (overridden by MountedMetadataTree) ------------------------------
+
+    def _put(self, key: _FileKey, data: bytes, mode: WriteMode) -> None:
+        write_file(self._host_path_of(key), data, mode)
+
+    def _delete(self, key: _FileKey) -> None:
+        path = self._host_path_of(key)
+        path.unlink(missing_ok=True)
+        _prune(path.parent, self.root)
+
+
+def _first_entry_size(data: bytes) -> int:
+    """The size of the first object of a stream as :func:`~dra_metadata.encode` writes it."""
+    end = data.find(b"\n}\n")
+    return len(data) if end < 0 else end + 2
+
+
+def _check_versions(versions: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(versions, str):
+        raise TypeError("versions must be a sequence of apiVersion strings, not one string")
+    chosen = tuple(versions)
+    if not chosen:
+        raise ValueError("a metadata file needs at least one API version")
+    return chosen
+
+
+def _check_mode(mode: str) -> WriteMode:
+    if mode == "in-place":
+        return "in-place"
+    if mode == "rename":
+        return "rename"
+    raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
+
+
+def _name_suffix(*parts: str) -> str:
+    digest = hashlib.sha256("\x00".join(parts).encode()).digest()
+    return "".join(_NAME_SUFFIX_ALPHABET[b % len(_NAME_SUFFIX_ALPHABET)] for b in digest[:5])
+
+
+def make_dirs(directory: Path) -> None:
+    """Create ``directory`` and missing parents with mode 0755 whatever the umask."""
+    missing = []
+    current = directory
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        os.chmod(path, _DIR_MODE)
+
+
+def write_file(path: Path, data: bytes, mode: WriteMode) -> None:
+    """Write ``data`` to ``path`` as the Go writer does: in place, or temp file + rename.
+
+    The file ends up with mode 0644 whatever the umask. ``"in-place"`` keeps the
+    inode of an existing file; ``"rename"`` always gives a new one.
+    """
+    make_dirs(path.parent)
+    if mode == "in-place":
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, _FILE_MODE)
+        try:
+            os.fchmod(fd, _FILE_MODE)
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        return
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        try:
+            _write_all(fd, data)
+            os.fchmod(fd, _FILE_MODE)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _prune(directory: Path, stop: Path) -> None:
+    """Remove empty directories from ``directory`` up to, not including, ``stop``."""
+    stop = stop.resolve()
+    current = directory
+    while current.resolve() != stop and stop in current.resolve().parents:
+        try:
+            current.rmdir()
+        except OSError:  # not empty, or gone
+            return
+        current = current.parent
+
+
+# --- real read-only single-file bind mounts ----------------------------------------------
+
+
+def _run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(command), capture_output=True, text=True, check=False)
+
+
+def _mount_read_only(host: Path, target: Path) -> None:
+    """Bind-mount the file ``host`` on ``target``, then make that mount read-only."""
+    done = _run("mount", "--bind", str(host), str(target))
+    if done.returncode != 0:
+        raise MountUnavailableError(
+            f"mount --bind {host} {target} refused: {done.stderr.strip() or done.returncode}"
+        )
+    done = _run("mount", "-o", "remount,ro,bind", str(target))
+    if done.returncode != 0:
+        _unmount(target)
+        raise MountUnavailableError(
+            f"mount -o remount,ro,bind {target} refused: {done.stderr.strip() or done.returncode}"
+        )
+
+
+def _unmount(target: Path) -> None:
+    done = _run("umount", str(target))
+    if done.returncode != 0:
+        lazy = _run("umount", "-l", str(target))
+        if lazy.returncode != 0:
+            raise OSError(f"umount {target} failed: {done.stderr.strip()}")
+
+
+def check_mounts_possible(scratch: str | os.PathLike[str]) -> None:
+    """Raise :class:`MountUnavailableError` unless a read-only file bind mount works here.
+
+    Tries one mount of a scratch file inside the directory ``scratch`` and undoes it.
+    """
+    if not sys.platform.startswith("linux"):
+        raise MountUnavailableError(f"single-file bind mounts need Linux, not {sys.platform}")
+    if os.geteuid() != 0:
+        raise MountUnavailableError(f"bind mounts need root (running as uid {os.geteuid()})")
+    for tool in ("mount", "umount"):
+        if shutil.which(tool) is None:
+            raise MountUnavailableError(f"{tool}(8) is not installed")
+    make_dirs(Path(scratch))
+    with tempfile.TemporaryDirectory(prefix=".mount-probe-", dir=scratch) as probe:
+        host, target = Path(probe, "host"), Path(probe, "target")
+        host.write_bytes(b"probe")
+        target.touch()
+        _mount_read_only(host, target)
+        try:
+            try:
+                with open(target, "r+b"):
+                    pass
+            except OSError:
+                pass  # read-only, as wanted
+            else:
+                raise MountUnavailableError("a read-only bind mount stayed writable here")
+        finally:
+            _unmount(target)
+
+
+class MountedMetadataTree(MetadataTree):
+    """A tree written on the "node", seen from a "container" through read-only bind mounts.
+
+    Files are written where a kubelet plugin keeps them,
+    ``<host_dir>/<driver>/dra-device-metadata/<namespace>_<claim>/<request>/metadata.json``
+    (``host_dir`` plays ``/var/lib/kubelet/plugins``). The first write of a file
+    bind-mounts it on its container path under ``container_root`` (which plays
+    ``/var/run/kubernetes.io/dra-device-attributes``) and remounts it read-only,
+    as the CDI mount does. So, as in a real container: in-place updates show
+    through, an update by rename does not (the mount keeps the old inode and
+    ``st_nlink`` becomes 0) until :meth:`remount`, which plays a container started
+    after the update.
+
+    Needs root and ``mount(8)``: the constructor tries one mount and raises
+    :class:`MountUnavailableError` (with a ``reason``) where that is refused.
+    :meth:`close` (or leaving the ``with`` block) unmounts everything.
+    """
+
+    def __init__(
+        self,
+        host_dir: str | os.PathLike[str],
+        container_root: str | os.PathLike[str],
+        *,
+        versions: Iterable[str] = DEFAULT_VERSIONS,
+        mode: WriteMode = "rename",
+    ) -> None:
+        super().__init__(container_root, versions=versions, mode=mode)
+        self.host_dir: Final = Path(host_dir)
+        self._mounts: dict[_FileKey, Path] = {}  # the live files' mounts
+        self._stack: list[Path] = []  # every mount made and not undone, in order
+        check_mounts_possible(self.host_dir)
+
+    def _host_path_of(self, key: _FileKey) -> Path:
+        """The node-side file of ``key``, in the kubelet plugin's layout (internal)."""
+        claim = key.claim
+        return (
+            self.host_dir
+            / key.driver
+            / HOST_METADATA_SUBDIR
+            / f"{claim.namespace}_{claim.name}"
+            / key.base
+            / HOST_METADATA_FILE
+        )
+
+    @property
+    def mounted(self) -> tuple[Path, ...]:
+        """The container paths that are bind mounts right now, in the order mounted."""
+        return tuple(self._stack)
+
+    def _put(self, key: _FileKey, data: bytes, mode: WriteMode) -> None:
+        write_file(self._host_path_of(key), data, mode)
+        if key not in self._mounts:
+            self._mount(key)
+
+    def _mount(self, key: _FileKey) -> None:
+        target = self._path_of(key)
+        while target in self._stack:
+            # A view kept by remove(unmount=False): a new pod does not see it (and the
+            # kernel refuses to mount on a deleted file), so it goes first.
+            self._stack.remove(target)
+            _unmount(target)
+        make_dirs(target.parent)
+        if not target.exists():
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
+            os.close(fd)
+        _mount_read_only(self._host_path_of(key), target)
+        self._mounts[key] = target
+        self._stack.append(target)
+
+    def _unmount(self, key: _FileKey) -> Path:
+        target = self._mounts.pop(key)
+        _unmount(target)
+        # The top mount on a path is the one made last.
+        del self._stack[len(self._stack) - 1 - self._stack[::-1].index(target)]
+        return target
+
+    def remount(self, *what: _Target) -> list[Path]:
+        """Mount the current node files again, as a container started now would see them.
+
+        Without arguments, every mounted file; returns the container paths.
+        """
+        if what:
+            keys = [k for target in what for k in self._keys_of(target) if k in self._mounts]
+        else:
+            keys = [key for key in self._mounts if key in self._files]
+        for key in keys:
+            self._unmount(key)
+            self._mount(key)
+        return [self._path_of(key) for key in keys]
+
+    def remove(self, what: ClaimBuilder | RequestBuilder, *, unmount: bool = True) -> list[Path]:
+        """Delete the node files as unprepare does; by default also end the container's view.
+
+        With ``unmount=True`` the container paths are unmounted and deleted (the
+        pod is gone). With ``unmount=False`` they stay mounted and keep showing
+        the deleted files' last content, as in a container that still runs, until
+        :meth:`close` or until a claim of the same name writes there again.
+        """
+        keys = [key for key in self._keys_of_any(what) if key in self._files]
+        for key in keys:
+            if key not in self._mounts:
+                continue
+            if not unmount:
+                del self._mounts[key]  # stays in the stack: close() undoes it
+                continue
+            target = self._unmount(key)
+            if target not in self._stack:
+                target.unlink(missing_ok=True)
+                _prune(target.parent, self.root)
+        return super().remove(what)
+
+    def _delete(self, key: _FileKey) -> None:
+        path = self._host_path_of(key)
+        path.unlink(missing_ok=True)
+        _prune(path.parent, self.host_dir / key.driver)
+
+    def close(self) -> None:
+        """Unmount every container path (the files stay). Safe to call more than once."""
+        failures = []
+        self._mounts.clear()
+        while self._stack:
+            try:
+                _unmount(self._stack.pop())
+            except OSError as err:
+                failures.append(str(err))
+        if failures:
+            raise OSError("; ".join(failures))

@@ -1,0 +1,493 @@
+"""The init-container toolkit: ls, get and env, run for real in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dra_metadata as dm
+from tests.conftest import REPO, SAMPLE_ROOT
+
+A = dm.DeviceAttribute
+
+
+def run(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``python -m dra_metadata ARGS`` from the checkout; output as bytes."""
+    return subprocess.run(
+        [sys.executable, "-m", "dra_metadata", *args],
+        capture_output=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+        check=False,
+    )
+
+
+def errors(done: subprocess.CompletedProcess[bytes]) -> list[str]:
+    """The stderr lines of a run (each must be one ``dra-metadata: `` line, no traceback)."""
+    lines = done.stderr.decode("utf-8", "replace").splitlines()
+    assert not any("Traceback" in line for line in lines), lines
+    return lines
+
+
+def write(root: Path, relative: str, md: dm.DeviceMetadata) -> Path:
+    """Write ``md`` as the Go writer would, at ``root/relative``."""
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(dm.encode(md))
+    return path
+
+
+def one_request(name: str, *devices: dm.Device) -> dm.DeviceMetadata:
+    """A claim's metadata with one request holding ``devices``."""
+    return dm.DeviceMetadata(
+        metadata=dm.ObjectMeta(name="c", namespace="ns", uid="uid-1", generation=3),
+        requests=(dm.DeviceMetadataRequest(name, devices),),
+    )
+
+
+SAMPLE_TABLE = """\
+KIND      CLAIM      REQUEST  DRIVER                VERSION   GENERATION  DEVICES  STATUS
+claim     cpus       cpus     dra.cpu               v1beta1            1        4  ok
+claim     nic        eth      sriov.example.com     v1beta1            2        1  ok
+claim     train      accel    gpu.example.com       v1beta1            1        1  ok
+claim     train      accel    rdma.example.com      v1beta1            1        1  ok
+claim     vfio-gpu   gpu      vfio.gpu.example.com  v1alpha1           1        1  ok
+template  gpu        gpu      gpu.example.com       v1beta1            1        2  ok
+template  inference  gpu      gpu.example.com       v1beta1            1        1  ok
+"""
+
+
+# --------------------------------------------------------------------------- #
+# ls
+# --------------------------------------------------------------------------- #
+
+
+def test_ls_lists_every_sample_file_sorted_and_aligned() -> None:
+    """One row per file: kind, claim, request, driver, version, generation, devices, status."""
+    done = run("ls", env={dm.ROOT_ENV: str(SAMPLE_ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode() == SAMPLE_TABLE
+
+
+def test_ls_json_is_the_same_rows_with_more_detail() -> None:
+    """--json gives one object per file, in the table's order, with the full apiVersion."""
+    done = run("ls", "--root", str(SAMPLE_ROOT), "--json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [(r["kind"], r["claim"], r["request"], r["driver"]) for r in rows] == [
+        tuple(line.split()[:4]) for line in SAMPLE_TABLE.splitlines()[1:]
+    ]
+    inference = rows[-1]
+    assert inference["apiVersion"] == dm.V1BETA1
+    assert inference["requests"] == ["gpu/high-memory"]
+    assert inference["podClaimName"] == "inference"
+    assert inference["claimName"] == "inference-0-gpu-q9w8e"
+    assert inference["path"] == str(
+        SAMPLE_ROOT / "resourceclaimtemplates/inference/gpu/gpu.example.com-metadata.json"
+    )
+    assert inference["status"] == "ok"
+    assert inference["error"] is None
+
+
+def test_ls_narrows_with_the_selection_options() -> None:
+    """--claim, --template-claim, --request and --driver narrow the listing."""
+    root = ("--root", str(SAMPLE_ROOT))
+
+    def drivers(*args: str) -> list[str]:
+        done = run("ls", *root, "--json", *args)
+        assert done.returncode == 0, done.stderr
+        return [row["driver"] for row in json.loads(done.stdout)]
+
+    assert drivers("--claim", "train") == ["gpu.example.com", "rdma.example.com"]
+    assert drivers("--template-claim", "gpu") == ["gpu.example.com"]
+    assert drivers("--request", "gpu") == [
+        "vfio.gpu.example.com",
+        "gpu.example.com",
+        "gpu.example.com",
+    ]
+    assert drivers("--claim", "train", "--driver", "rdma.example.com") == ["rdma.example.com"]
+    missing = run("ls", *root, "--claim", "nope")
+    assert missing.returncode == 66
+    assert errors(missing) == [
+        f"dra-metadata: no metadata files found for claim 'nope' under {SAMPLE_ROOT}"
+    ]
+
+
+def test_ls_marks_files_that_do_not_decode_and_exits_65(tmp_path: Path) -> None:
+    """A broken file keeps its row with status 'undecodable'; the rest is listed; exit 65."""
+    write(tmp_path, "resourceclaims/c/r/good.example.com-metadata.json", one_request("r"))
+    broken = tmp_path / "resourceclaims/c/r/bad.example.com-metadata.json"
+    broken.write_bytes(b'{"kind":"DeviceMeta')
+    (tmp_path / "resourceclaims/c/r/notes.txt").write_text("not metadata")
+    done = run("ls", "--root", str(tmp_path))
+    assert done.returncode == 65
+    assert done.stdout.decode().splitlines() == [
+        "KIND   CLAIM  REQUEST  DRIVER            VERSION  GENERATION  DEVICES  STATUS",
+        "claim  c      r        bad.example.com   -                 -        -  undecodable",
+        "claim  c      r        good.example.com  v1beta1           3        0  ok",
+    ]
+    assert errors(done) == [
+        f"dra-metadata: {broken}: read metadata object from stream: unexpected EOF"
+    ]
+    rows = json.loads(run("ls", "--root", str(tmp_path), "--json").stdout)
+    assert rows[0]["status"] == "undecodable"
+    assert rows[0]["error"].endswith("unexpected EOF")
+
+
+def test_ls_of_a_missing_root_is_66_and_of_an_empty_root_is_nothing(tmp_path: Path) -> None:
+    """No root: exit 66 and one line. A root without metadata: no output, exit 0."""
+    missing = run("ls", "--root", str(tmp_path / "absent"))
+    assert missing.returncode == 66
+    assert errors(missing) == [
+        f"dra-metadata: metadata root {tmp_path / 'absent'}: no such directory"
+    ]
+    (tmp_path / "resourceclaims" / "c" / "r").mkdir(parents=True)
+    empty = run("ls", "--root", str(tmp_path))
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, b"", b"")
+    assert json.loads(run("ls", "--root", str(tmp_path), "--json").stdout) == []
+
+
+def test_symlinks_below_the_root_are_never_followed(tmp_path: Path) -> None:
+    """Links to metadata outside the root, as claim, request or file, are reported, not read."""
+    outside = tmp_path / "outside"
+    secret = one_request("r", dm.Device("evil.example.com", "p", "secret-device"))
+    write(outside, "resourceclaims/x/r/evil.example.com-metadata.json", secret)
+    root = tmp_path / "root"
+    write(root, "resourceclaims/real/r/gpu.example.com-metadata.json", one_request("r"))
+    (root / "resourceclaims/claim-link").symlink_to(outside / "resourceclaims/x")
+    (root / "resourceclaims/real/request-link").symlink_to(outside / "resourceclaims/x/r")
+    (root / "resourceclaims/real/r/file-link-metadata.json").symlink_to(
+        outside / "resourceclaims/x/r/evil.example.com-metadata.json"
+    )
+    (root / "resourceclaimtemplates").symlink_to(outside / "resourceclaims")
+    done = run("ls", "--root", str(root), "--json")
+    assert done.returncode == 66
+    rows = json.loads(done.stdout)
+    assert [(r["kind"], r["claim"], r["request"], r["driver"], r["status"]) for r in rows] == [
+        ("claim", "claim-link", "", "", "symlink"),
+        ("claim", "real", "r", "file-link", "symlink"),
+        ("claim", "real", "r", "gpu.example.com", "ok"),
+        ("claim", "real", "request-link", "", "symlink"),
+        ("template", "", "", "", "symlink"),
+    ]
+    assert len(errors(done)) == 4
+    assert all(
+        "is a symbolic link; links below the metadata root are not followed" in line
+        for line in errors(done)
+    )
+    env = run("env", "--root", str(root))
+    assert env.returncode == 66
+    assert b"secret-device" not in env.stdout
+    assert b"evil" not in env.stdout
+    assert b"DRA_REAL_R_" not in env.stdout  # its request holds a link: left out whole
+    got = run("get", "--root", str(root), "--claim", "real", "--request", "r", "name")
+    assert got.returncode == 66
+    assert b"secret-device" not in got.stdout
+    # The root itself may be a link: it is where the user pointed.
+    (tmp_path / "root-link").symlink_to(root)
+    listed = run("ls", "--root", str(tmp_path / "root-link"), "--claim", "real", "--request", "r")
+    assert b"gpu.example.com" in listed.stdout
+
+
+def test_special_files_and_odd_names_give_rows_not_hangs_or_tracebacks(tmp_path: Path) -> None:
+    """A FIFO, a too-large file and a name that is not UTF-8 are rows with a status."""
+    request_dir = tmp_path / "resourceclaims" / "c" / "r"
+    request_dir.mkdir(parents=True)
+    os.mkfifo(request_dir / "fifo.example.com-metadata.json")
+    with open(request_dir / "huge.example.com-metadata.json", "wb") as huge:
+        huge.truncate(dm.DEFAULT_MAX_SIZE + 1)  # sparse: costs no disk
+    odd = os.fsencode(tmp_path / "resourceclaims") + b"/caf\xe9\nx/r"
+    os.makedirs(odd)
+    write(Path(os.fsdecode(odd)), "gpu.example.com-metadata.json", one_request("r"))
+    done = run("ls", "--root", str(tmp_path), timeout=30)
+    assert done.returncode == 66  # the worst: the FIFO cannot be read (65 < 66)
+    lines = done.stdout.decode().splitlines()
+    assert lines[1].split()[:4] == ["claim", "c", "r", "fifo.example.com"]
+    assert lines[1].endswith("unreadable")
+    assert lines[2].endswith("too-large")
+    assert lines[3].split()[1] == "caf\\xe9\\nx"
+    assert lines[3].endswith("ok")
+    assert any("not a regular file" in line for line in errors(done))
+
+
+# --------------------------------------------------------------------------- #
+# get
+# --------------------------------------------------------------------------- #
+
+
+def get(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """``dra-metadata get`` against the sample tree."""
+    return run("get", "--root", str(SAMPLE_ROOT), *args)
+
+
+def test_get_prints_one_value_per_device_in_order() -> None:
+    """get prints the attribute of every device, one per line, in merged order."""
+    done = get("--template-claim", "gpu", "--request", "gpu", "uuid")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        b"GPU-8f6c2a4e-0b1d-4c55-9a1e-3d2b7c9e0f11\nGPU-1c9e7b3a-5d2f-4e8a-b6c4-7a0e9d3f5b22\n"
+    )
+    index = get("--template-claim", "gpu", "--request", "gpu", "gpu.example.com/index")
+    assert index.stdout == b"0\n1\n"
+
+
+def test_get_resolves_names_as_the_library_does() -> None:
+    """Qualified or not, standard attributes, lists comma-joined, network fields."""
+    nic = ("--claim", "nic", "--request", "eth")
+    assert get(*nic, "resource.kubernetes.io/pciBusID").stdout == b"0000:5e:00.3\n"
+    assert get(*nic, "resource.kubernetes.io/numaNode").stdout == b"1,0\n"
+    assert get(*nic, "sriov.example.com/vfIndex").stdout == b"3\n"
+    assert get(*nic, "interfaceName").stdout == b"net1\n"
+    assert get(*nic, "ips").stdout == b"10.20.30.41/24,fd00:10:20::29/64\n"
+    assert get(*nic, "networkData.hardwareAddress").stdout == b"52:54:00:ab:cd:03\n"
+    cpus = get("--claim", "cpus", "--request", "cpus", "smtEnabled")
+    assert cpus.stdout == b"true\ntrue\ntrue\ntrue\n"
+    version = get("--template-claim", "inference", "--request", "gpu/high-memory", "memory")
+    assert version.stdout == b"141Gi\n"
+
+
+def test_get_json_and_nul_outputs_are_exact() -> None:
+    """--json gives typed values; -0 ends each value with a NUL."""
+    typed = get("--claim", "nic", "--request", "eth", "--json", "resource.kubernetes.io/numaNode")
+    assert json.loads(typed.stdout) == [[1, 0]]
+    flags = get("--claim", "cpus", "--request", "cpus", "--json", "smtEnabled")
+    assert json.loads(flags.stdout) == [True, True, True, True]
+    nul = get("--template-claim", "gpu", "--request", "gpu", "-0", "model")
+    assert nul.stdout == b"H100-SXM5-80GB\0H100-SXM5-80GB\0"
+
+
+def test_get_an_attribute_some_device_lacks_is_1_with_the_reason() -> None:
+    """Absent on any device: nothing printed, exit 1, one line naming the first such device."""
+    done = get("--claim", "train", "--request", "accel", "uuid")
+    assert done.returncode == 1
+    assert done.stdout == b""
+    assert errors(done) == [
+        "dra-metadata: 'uuid' is absent on 1 of 2 devices of claim 'train' request 'accel' "
+        "(first: rdma.example.com/worker-2/mlx5-0)"
+    ]
+    narrowed = get("--claim", "train", "--request", "accel", "--driver", "gpu.example.com", "uuid")
+    assert narrowed.stdout == b"GPU-0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d\n"
+    nowhere = get("--template-claim", "gpu", "--request", "gpu", "interfaceName")
+    assert nowhere.returncode == 1
+    assert "absent on 2 of 2 devices" in errors(nowhere)[0]
+
+
+def test_get_exit_codes_for_missing_broken_empty_and_unsafe(tmp_path: Path) -> None:
+    """66 not found, 65 undecodable, 1 no devices, 64 unsafe name or bad usage."""
+    write(tmp_path, "resourceclaims/empty/r/d.example.com-metadata.json", one_request("r"))
+    broken = tmp_path / "resourceclaims/broken/r/d.example.com-metadata.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"[]")
+    base = ("get", "--root", str(tmp_path))
+    missing = run(*base, "--claim", "nope", "--request", "r", "uuid")
+    assert missing.returncode == 66
+    assert errors(missing) == [
+        f"dra-metadata: no metadata files found in {tmp_path}/resourceclaims/nope/r"
+    ]
+    assert run(*base, "--claim", "broken", "--request", "r", "uuid").returncode == 65
+    empty = run(*base, "--claim", "empty", "--request", "r", "uuid")
+    assert empty.returncode == 1
+    assert errors(empty) == ["dra-metadata: claim 'empty' request 'r' has no devices"]
+    assert run(*base, "--claim", "..", "--request", "r", "uuid").returncode == 64
+    assert run(*base, "--claim", "c", "--request", "a/b/c", "uuid").returncode == 64
+    assert run(*base, "--claim", "c", "uuid").returncode == 64
+    assert run(*base, "--claim", "c", "--request", "r", "--json", "-0", "x").returncode == 64
+
+
+# --------------------------------------------------------------------------- #
+# env
+# --------------------------------------------------------------------------- #
+
+
+def test_env_prints_the_documented_variables_for_the_sample_tree() -> None:
+    """The shell output of the sample tree: every request, in order, as env_vars() says."""
+    done = run("env", env={dm.ROOT_ENV: str(SAMPLE_ROOT)})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.decode().splitlines()
+    expected = dm.env_vars(root=SAMPLE_ROOT)
+    assert [line.split("=", 1)[0] for line in lines] == [f"export {n}" for n in expected]
+    assert "export DRA_GPU_GPU_COUNT=2" in lines
+    assert (
+        "export DRA_GPU_GPU_UUID="
+        "GPU-8f6c2a4e-0b1d-4c55-9a1e-3d2b7c9e0f11,GPU-1c9e7b3a-5d2f-4e8a-b6c4-7a0e9d3f5b22"
+    ) in lines
+    assert "export DRA_VFIO_GPU_GPU_PRODUCT_NAME='NVIDIA A100-PCIE-40GB'" in lines
+    assert "export DRA_NIC_ETH_IPS=10.20.30.41/24,fd00:10:20::29/64" in lines
+
+
+def test_env_formats_carry_the_same_variables() -> None:
+    """dotenv and json hold the same names and values as the shell output."""
+    root = ("--root", str(SAMPLE_ROOT), "--claim", "vfio-gpu")
+    expected = dm.env_vars(root=SAMPLE_ROOT, claim="vfio-gpu")
+    as_json = run("env", *root, "--format", "json")
+    assert json.loads(as_json.stdout) == expected
+    assert list(json.loads(as_json.stdout)) == list(expected)
+    dotenv = run("env", *root, "--format", "dotenv").stdout.decode().splitlines()
+    assert dotenv[0] == "DRA_VFIO_GPU_GPU_COUNT=1"
+    assert 'DRA_VFIO_GPU_GPU_PRODUCT_NAME="NVIDIA A100-PCIE-40GB"' in dotenv
+    assert len(dotenv) == len(expected)
+
+
+def test_env_selects_and_prefixes() -> None:
+    """--claim, --template-claim, --request and --prefix choose what and how it is named."""
+
+    def names(*args: str) -> set[str]:
+        done = run("env", "--root", str(SAMPLE_ROOT), "--format", "json", *args)
+        assert done.returncode == 0, done.stderr
+        return {name.split("_")[1] for name in json.loads(done.stdout)}
+
+    assert names("--template-claim", "gpu") == {"GPU"}
+    assert names("--request", "gpu") == {"VFIO", "GPU", "INFERENCE"}
+    assert names("--claim", "nic", "--prefix", "X_") == {"NIC"}
+    assert run("env", "--root", str(SAMPLE_ROOT), "--prefix", "1X").returncode == 64
+
+
+def test_env_exit_codes_for_missing_empty_and_broken(tmp_path: Path) -> None:
+    """Missing root or selection 66; empty root 0 and no output; one broken request 65."""
+    assert run("env", "--root", str(tmp_path / "absent")).returncode == 66
+    assert run("env", "--root", str(SAMPLE_ROOT), "--claim", "nope").returncode == 66
+    (tmp_path / "resourceclaims").mkdir()
+    empty = run("env", "--root", str(tmp_path))
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, b"", b"")
+    device = dm.Device("d.example.com", "p", "dev-0", attributes={"uuid": A(string="u")})
+    write(tmp_path, "resourceclaims/a/r/d.example.com-metadata.json", one_request("r", device))
+    write(tmp_path, "resourceclaims/b/r/d.example.com-metadata.json", one_request("r", device))
+    broken = tmp_path / "resourceclaims/b/r/e.example.com-metadata.json"
+    broken.write_bytes(b"{}")
+    done = run("env", "--root", str(tmp_path))
+    assert done.returncode == 65
+    printed = done.stdout.decode()
+    assert "export DRA_A_R_0_UUID=u\n" in printed
+    assert "DRA_B_" not in printed  # half a request would shift device indices
+    assert errors(done) == [
+        f"dra-metadata: {broken}: decode metadata object: Object 'Kind' is missing in '{{}}'"
+    ]
+
+
+def test_env_collisions_are_65_and_name_both_sources(tmp_path: Path) -> None:
+    """Claims a-b and a_b: exit 65, one line naming both, the other requests printed."""
+    device = dm.Device("d.example.com", "p", "dev-0")
+    for claim in ("a-b", "a_b", "c"):
+        write(
+            tmp_path,
+            f"resourceclaims/{claim}/r/d.example.com-metadata.json",
+            one_request("r", device),
+        )
+    done = run("env", "--root", str(tmp_path))
+    assert done.returncode == 65
+    assert errors(done) == [
+        "dra-metadata: DRA_A_B_R_COUNT: claim 'a-b' request 'r' and claim 'a_b' request 'r' "
+        "map to the same name (and 6 more names they share)"
+    ]
+    assert b"export DRA_C_R_0_NAME=dev-0\n" in done.stdout
+    assert b"DRA_A_B" not in done.stdout
+
+
+def test_env_of_hostile_files_sources_exactly_in_sh_and_bash(tmp_path: Path) -> None:
+    """Values a driver wrote with quotes, $(), backticks and newlines come back exactly."""
+    nasty = [
+        "it's",
+        '"$(touch pwned)"',
+        "`touch pwned`",
+        "line1\nline2\n",
+        "tab\tand spaces  ",
+        "$HOME ${HOME} \\ \\\\ '\\''",
+        "日本語 😀 \u2028",
+        "",
+        "-n",
+        "a=b; c",
+    ]
+    attributes = {f"v{i}": A(string=value) for i, value in enumerate(nasty)}
+    device = dm.Device("d.example.com", "p", "dev-0", attributes=attributes)
+    write(tmp_path, "resourceclaims/c/r/d.example.com-metadata.json", one_request("r", device))
+    done = run("env", "--root", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    script = tmp_path / "dra.env"
+    script.write_bytes(done.stdout)
+    for shell in ("/bin/sh", "bash"):
+        for load in (f". {script}", f'eval "$(cat {script})"'):
+            shown = subprocess.run(
+                [
+                    shell,
+                    "-c",
+                    f"{load} && printf '%s\\0' "
+                    + " ".join(f'"$DRA_C_R_0_V{i}"' for i in range(len(nasty))),
+                ],
+                capture_output=True,
+                cwd=tmp_path,
+                timeout=30,
+                check=False,
+            )
+            assert shown.returncode == 0, shown.stderr
+            assert shown.stdout.decode().split("\0")[:-1] == nasty, (shell, load)
+            assert not (tmp_path / "pwned").exists()
+
+
+def test_env_refuses_a_nul_value_but_prints_the_rest(tmp_path: Path) -> None:
+    """A \\u0000 in a file decodes to NUL: that variable is left out with an error, exit 65."""
+    device = dm.Device(
+        "d.example.com",
+        "p",
+        "dev-0",
+        attributes={"bad": A(string="a\x00b"), "good": A(string="fine")},
+    )
+    write(tmp_path, "resourceclaims/c/r/d.example.com-metadata.json", one_request("r", device))
+    for fmt in ("shell", "dotenv", "json"):
+        done = run("env", "--root", str(tmp_path), "--format", fmt)
+        assert done.returncode == 65
+        assert b"fine" in done.stdout
+        assert b"DRA_C_R_0_BAD" not in done.stdout
+        assert errors(done)[0] == (
+            "dra-metadata: DRA_C_R_BAD: the value of claim 'c' request 'r' attribute BAD "
+            "holds a NUL character, which no environment variable can hold"
+        )
+
+
+def test_env_dotenv_refusals_are_65_with_the_rest_printed(tmp_path: Path) -> None:
+    """A value no dotenv form carries (ends with a backslash) is left out; exit 65."""
+    device = dm.Device(
+        "d.example.com",
+        "p",
+        "dev-0",
+        attributes={"path": A(string="C:\\"), "ok": A(string="fine")},
+    )
+    write(tmp_path, "resourceclaims/c/r/d.example.com-metadata.json", one_request("r", device))
+    done = run("env", "--root", str(tmp_path), "--format", "dotenv")
+    assert done.returncode == 65
+    assert b"DRA_C_R_0_OK=fine\n" in done.stdout
+    assert b"PATH" not in done.stdout
+    assert len(errors(done)) == 2  # the device's and the request's variable
+    assert run("env", "--root", str(tmp_path)).returncode == 0  # shell carries it
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """`dra-metadata env | head -1` exits 0 with no error message."""
+    done = subprocess.run(
+        f"{sys.executable} -m dra_metadata env --root {SAMPLE_ROOT} | head -c 10",
+        shell=True,
+        capture_output=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout == b"export DRA"
+    assert done.stderr == b""
+
+
+@pytest.mark.parametrize("command", ["ls", "get", "env"])
+def test_help_documents_the_exit_codes(command: str) -> None:
+    """--help of ls, get and env names the shared exit codes."""
+    done = run(command, "--help")
+    assert done.returncode == 0
+    assert (
+        b"exit codes: 0 success, 1 condition false or invalid, 64 usage error,\n"
+        b"65 not decodable, 66 not found." in done.stdout
+    )

@@ -1,0 +1,916 @@
+"""Watching a request's files and waiting for deferred metadata, on real files and mounts."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dra_metadata as dm
+from dra_metadata._watch import FileState
+from dra_metadata.testing import MetadataTree, MountedMetadataTree, MountUnavailableError
+from tests.conftest import REPO, SAMPLE_ROOT
+
+#: Generous bound for waiting on a condition (a loaded CI machine); never a latency claim.
+WAIT = 30.0
+
+
+def gen(generation: int, uid: str = "uid-1", *, network: bool = False) -> dm.DeviceMetadata:
+    """A one-device object of claim ``uid`` at ``generation``."""
+    net = dm.NetworkDeviceData(interface_name="net1", ips=("10.0.0.5/24",)) if network else None
+    return dm.DeviceMetadata(
+        metadata=dm.ObjectMeta(name="c", namespace="ns", uid=uid, generation=generation),
+        requests=(
+            dm.DeviceMetadataRequest("r", (dm.Device("d.x", "p", "dev-0", network_data=net),)),
+        ),
+    )
+
+
+def kinds(changes: list[Any]) -> list[str]:
+    return [change.kind.value for change in changes]
+
+
+# --- the per-file decisions, without I/O -------------------------------------------------
+
+
+def test_first_complete_object_is_an_update_and_a_repeat_is_not() -> None:
+    """The first decoded object is delivered; the same UID and generation again is not."""
+    state = FileState("f")
+    [change] = state.decoded(gen(1), nlink=1, now=0.0)
+    assert (change.kind, change.generation, change.claim_uid) == ("update", 1, "uid-1")
+    assert change.metadata == gen(1)
+    assert state.decoded(gen(1), nlink=1, now=1.0) == []
+    assert kinds(state.decoded(gen(2), nlink=1, now=2.0)) == ["update"]
+
+
+def test_generations_never_go_backwards_for_one_claim_uid() -> None:
+    """An older generation of the same claim is not delivered, and keeps the newer one."""
+    state = FileState("f")
+    state.decoded(gen(3), nlink=1, now=0.0)
+    assert state.decoded(gen(2), nlink=1, now=1.0) == []
+    assert state.good == gen(3)
+    assert state.delivered == ("uid-1", 3)
+
+
+def test_a_new_claim_uid_is_a_new_object_whatever_its_generation() -> None:
+    """A claim prepared again (new UID) is delivered even with a lower generation."""
+    state = FileState("f")
+    state.decoded(gen(4), nlink=1, now=0.0)
+    [change] = state.decoded(gen(1, "uid-2"), nlink=1, now=1.0)
+    assert (change.kind, change.generation, change.claim_uid) == ("update", 1, "uid-2")
+
+
+def test_undecodable_reads_are_retried_with_a_bounded_backoff() -> None:
+    """Retries start at 1 ms, double, stay at most 0.1 s apart and end at the error deadline."""
+    state = FileState("f", error_timeout=1.0)
+    now, gaps = 0.0, []
+    while True:
+        assert state.broken(dm.DecodeError("torn"), now=now) == []
+        assert state.retry_at is not None
+        gaps.append(round(state.retry_at - now, 6))
+        now = state.retry_at
+        if now >= 1.0:
+            break
+    assert gaps[:4] == [0.001, 0.002, 0.004, 0.008]
+    assert max(gaps) == 0.1
+    assert now == 1.0  # the last retry lands exactly on the deadline
+
+
+def test_a_file_undecodable_past_the_error_timeout_gives_one_error_event() -> None:
+    """After error_timeout seconds of failed reads: one error event, then quiet."""
+    state = FileState("f", error_timeout=2.0)
+    state.decoded(gen(1), nlink=1, now=0.0)
+    error = dm.DecodeError("f: no metadata objects found in stream")
+    assert state.broken(error, now=1.0) == []
+    assert state.broken(error, now=2.9) == []
+    [change] = state.broken(error, now=3.0)
+    assert change.kind == "error"
+    assert change.error is error
+    assert (change.generation, change.claim_uid, change.metadata) == (1, "uid-1", None)
+    assert change.message == "not decodable for 2.0s: f: no metadata objects found in stream"
+    assert state.retry_at is None
+    assert state.broken(error, now=9.0) == []
+
+
+def test_a_complete_read_ends_a_bad_spell() -> None:
+    """A good read after an error delivers a new generation, and a later spell errors anew."""
+    state = FileState("f", error_timeout=0.0)
+    assert kinds(state.broken(dm.DecodeError("x"), now=0.0)) == ["error"]
+    assert kinds(state.decoded(gen(2), nlink=1, now=1.0)) == ["update"]
+    assert state.retry_at is None
+    assert not state.broken_now
+    assert kinds(state.broken(dm.DecodeError("x"), now=2.0)) == ["error"]
+
+
+def test_a_zero_link_count_gives_one_stale_event_that_explains_itself() -> None:
+    """st_nlink == 0 on the mounted file: one stale event naming the last generation."""
+    state = FileState("/ctr/f")
+    state.decoded(gen(2), nlink=1, now=0.0)
+    [stale] = state.decoded(gen(2), nlink=0, now=1.0)
+    assert stale.kind == "stale"
+    assert (stale.generation, stale.metadata) == (2, gen(2))
+    assert "later updates cannot reach this container" in stale.message
+    assert "/ctr/f" in stale.message
+    assert state.decoded(gen(2), nlink=0, now=2.0) == []
+
+
+def test_a_stale_file_seen_first_gives_update_then_stale() -> None:
+    """A file already replaced on the node at start: its content first, then the warning."""
+    assert kinds(FileState("f").decoded(gen(1), nlink=0, now=0.0)) == ["update", "stale"]
+
+
+def test_a_zero_link_count_on_an_undecodable_file_is_stale_at_once() -> None:
+    """A torn file the node replaced can never complete: stale now, error at the deadline."""
+    state = FileState("f", error_timeout=1.0)
+    state.decoded(gen(1), nlink=1, now=0.0)
+    [stale] = state.broken(dm.DecodeError("x"), nlink=0, now=1.0)
+    assert (stale.kind, stale.generation, stale.metadata) == ("stale", 1, None)
+    assert "the file it keeps does not decode" in stale.message
+    assert kinds(state.broken(dm.DecodeError("x"), nlink=0, now=2.0)) == ["error"]
+
+
+def test_removal_is_news_only_for_files_the_user_heard_of() -> None:
+    """Removed is delivered after an update or error; after it, the same object is new again."""
+    state = FileState("f")
+    assert state.absent(now=0.0) == []
+    state.decoded(gen(3), nlink=1, now=1.0)
+    [removed] = state.absent(now=2.0)
+    assert (removed.kind, removed.generation, removed.claim_uid) == ("removed", 3, "uid-1")
+    assert state.good is None
+    assert kinds(state.decoded(gen(3), nlink=1, now=3.0)) == ["update"]
+    torn = FileState("g", error_timeout=0.0)
+    torn.broken(dm.DecodeError("x"), now=0.0)
+    assert kinds(torn.absent(now=1.0)) == ["removed"]
+
+
+# --- conditions ------------------------------------------------------------------------------
+
+
+def test_has_network_data_needs_every_device_to_have_some() -> None:
+    """Every device needs a filled-in NetworkDeviceData, and there must be a device."""
+    assert dm.has_network_data(gen(2, network=True))
+    assert not dm.has_network_data(gen(1))
+    assert not dm.has_network_data(dm.DeviceMetadata())
+    empty = dm.Device("d.x", "p", "dev-1", network_data=dm.NetworkDeviceData())
+    mixed = dm.DeviceMetadata(
+        requests=(
+            dm.DeviceMetadataRequest("r", (*gen(2, network=True).requests[0].devices, empty)),
+        )
+    )
+    assert not dm.has_network_data(mixed)
+
+
+def test_has_generation_and_has_attribute_read_every_file_and_device() -> None:
+    """has_generation looks at every merged file; has_attribute at every device."""
+    merged = dm.read_resource_claim("train", "accel", root=SAMPLE_ROOT)
+    assert dm.has_generation(1)(merged)
+    assert not dm.has_generation(2)(merged)
+    assert dm.has_attribute("resource.kubernetes.io/pcieRoot")(merged)
+    assert not dm.has_attribute("uuid")(merged)  # the RDMA device has none
+    assert dm.has_generation(1)(gen(1))
+    with pytest.raises(TypeError):
+        dm.has_generation(True)
+    with pytest.raises(ValueError, match="empty"):
+        dm.has_attribute("")
+
+
+# --- the API's shape ---------------------------------------------------------------------
+
+
+def test_the_twins_take_identical_parameters() -> None:
+    """watch/awatch and wait_for/await_for have the same parameters and defaults."""
+    assert inspect.signature(dm.watch).parameters == inspect.signature(dm.awatch).parameters
+    assert inspect.signature(dm.wait_for).parameters == inspect.signature(dm.await_for).parameters
+    watch_params = set(inspect.signature(dm.watch).parameters)
+    assert set(inspect.signature(dm.MetadataWatcher).parameters) <= watch_params
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"claim": "..", "request": "r"}, dm.InvalidNameError),
+        ({"claim": "c", "request": "r", "driver": "../x"}, dm.InvalidNameError),
+        ({"claim": "c", "pod_claim": "c", "request": "r"}, TypeError),
+        ({"request": "r"}, TypeError),
+        ({"claim": "c", "request": "r", "rescan_interval": 0}, ValueError),
+        ({"claim": "c", "request": "r", "backend": "poll"}, ValueError),
+    ],
+)
+def test_bad_arguments_fail_when_called_not_when_iterated(
+    kwargs: dict[str, Any], error: type[Exception], tmp_path: Path
+) -> None:
+    """Names and options are checked by the call itself, before any iteration."""
+    for function in (dm.watch, dm.awatch):
+        with pytest.raises(error):
+            function(root=tmp_path, **kwargs)
+    with pytest.raises(error):
+        dm.MetadataWatcher(root=tmp_path, **kwargs)
+
+
+# --- a watch running in a thread, with the test taking its events -----------------------
+
+
+class Watching:
+    """dm.watch() running in a thread; the test takes its events with timeouts."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.events: queue.Queue[dm.WatchEvent | BaseException | None] = queue.Queue()
+        self.stop = threading.Event()
+        self.seen: list[dm.WatchEvent] = []
+        self.thread = threading.Thread(target=self._run, args=(kwargs,), daemon=True)
+        self.thread.start()
+
+    def _run(self, kwargs: dict[str, Any]) -> None:
+        try:
+            for event in dm.watch(stop_event=self.stop, **kwargs):
+                self.events.put(event)
+        except BaseException as err:
+            self.events.put(err)
+        else:
+            self.events.put(None)
+
+    def next(self, timeout: float = WAIT) -> dm.WatchEvent:
+        try:
+            item = self.events.get(timeout=timeout)
+        except queue.Empty:
+            pytest.fail(f"no watch event within {timeout:g}s; seen: {self.summary()}")
+        if isinstance(item, BaseException):
+            raise item
+        if item is None:
+            pytest.fail(f"the watch ended; seen: {self.summary()}")
+        self.seen.append(item)
+        return item
+
+    def until(
+        self, predicate: Callable[[dm.WatchEvent], bool], timeout: float = WAIT
+    ) -> dm.WatchEvent:
+        deadline = time.monotonic() + timeout
+        while True:
+            event = self.next(max(0.0, deadline - time.monotonic()))
+            if predicate(event):
+                return event
+
+    def summary(self) -> list[tuple[str, str, int | None]]:
+        return [(e.kind.value, e.driver, e.generation) for e in self.seen]
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def watching() -> Iterator[Callable[..., Watching]]:
+    """Start watches in threads; every one is stopped and joined at teardown."""
+    started: list[Watching] = []
+
+    def start(**kwargs: Any) -> Watching:
+        watch = Watching(**kwargs)
+        started.append(watch)
+        return watch
+
+    yield start
+    for watch in started:
+        watch.close()
+
+
+def nic_tree(tree: MetadataTree, *drivers: str) -> list[Any]:
+    """Claim nic, request eth, one device per driver (no network data yet); written."""
+    request = tree.claim("nic").request("eth")
+    devices = [request.device(driver, "node-a", f"vf-{i}") for i, driver in enumerate(drivers)]
+    tree.write()
+    return devices
+
+
+def test_files_present_at_start_come_first_with_the_whole_merged_view(
+    dra_metadata_tree: MetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """Initial files arrive as updates, in name order, each event carrying every file merged."""
+    nic_tree(dra_metadata_tree, "b.example.com", "a.example.com")
+    watch = watching(claim="nic", request="eth")
+    first, second = watch.next(), watch.next()
+    assert [(e.kind, e.driver, e.generation) for e in (first, second)] == [
+        ("update", "a.example.com", 1),
+        ("update", "b.example.com", 1),
+    ]
+    for event in (first, second):
+        assert event.merged is not None
+        assert [s.driver for s in event.merged.sources] == ["a.example.com", "b.example.com"]
+    assert first.metadata is not None
+    assert first.metadata.requests[0].devices[0].driver == "a.example.com"
+    assert first.claim_uid == first.metadata.metadata.uid
+
+
+def test_in_place_update_of_a_bind_mounted_file_is_delivered(
+    dra_metadata_mounted_tree: MountedMetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """A node writer rewriting the mounted file in place is seen: the new generation, whole."""
+    tree = dra_metadata_mounted_tree
+    [nic] = nic_tree(tree, "sriov.example.com")
+    assert nic.path in tree.mounted
+    watch = watching(claim="nic", request="eth")
+    assert watch.next().generation == 1
+    nic.network(interface_name="net1", ips=["10.0.0.5/24"], hardware_address="02:00:00:00:00:01")
+    tree.update(mode="in-place")
+    event = watch.until(lambda e: e.kind == "update")
+    assert event.generation == 2
+    assert event.merged is not None
+    assert dm.has_network_data(event.merged)
+    assert event.metadata == dm.read_file(nic.path)
+
+
+def test_rename_on_the_node_is_reported_as_stale_once(
+    dra_metadata_mounted_tree: MountedMetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """A rename over the node file leaves the mount on the old inode: one stale event."""
+    tree = dra_metadata_mounted_tree
+    nic, marker = nic_tree(tree, "a.example.com", "b.example.com")
+    watch = watching(claim="nic", request="eth", rescan_interval=0.05)
+    watch.next()
+    watch.next()
+    tree.update(nic, mode="rename")
+    stale = watch.next()
+    assert (stale.kind, stale.driver, stale.generation) == ("stale", "a.example.com", 1)
+    assert "cannot reach this container" in stale.message
+    assert os.stat(nic.path).st_nlink == 0
+    marker.set(model="x")
+    tree.update(marker, mode="in-place")
+    assert tree.generation(marker) == 2
+    after = watch.next()
+    assert (after.kind, after.driver, after.generation) == ("update", "b.example.com", 2)
+
+
+def test_rename_in_a_plain_directory_is_an_update(
+    dra_metadata_tree: MetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """Without a mount a rename shows the new file at the path: an ordinary update."""
+    [nic] = nic_tree(dra_metadata_tree, "sriov.example.com")
+    watch = watching(claim="nic", request="eth")
+    watch.next()
+    nic.network(interface_name="net1")
+    dra_metadata_tree.update(mode="rename")
+    event = watch.next()
+    assert (event.kind, event.generation) == ("update", 2)
+
+
+def test_removed_claim_gives_a_removed_event(
+    dra_metadata_mounted_tree: MountedMetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """Unpreparing the claim (files gone, mounts gone) gives removed; the merged view empties."""
+    tree = dra_metadata_mounted_tree
+    nic_tree(tree, "sriov.example.com")
+    watch = watching(claim="nic", request="eth")
+    watch.next()
+    tree.remove(tree.claim("nic"))
+    event = watch.until(lambda e: e.kind != "error")
+    assert (event.kind, event.generation, event.metadata, event.merged) == (
+        "removed",
+        1,
+        None,
+        None,
+    )
+
+
+def test_a_claim_prepared_again_is_a_new_object(
+    dra_metadata_tree: MetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """Removed, then prepared again with a new UID at generation 1: removed, then update."""
+    nic_tree(dra_metadata_tree, "sriov.example.com")
+    dra_metadata_tree.update(dra_metadata_tree.claim("nic"))
+    watch = watching(claim="nic", request="eth")
+    assert watch.next().generation == 2
+    dra_metadata_tree.remove(dra_metadata_tree.claim("nic"))
+    assert watch.next().kind == "removed"
+    claim = dra_metadata_tree.claim("nic", uid="uid-again")
+    claim.request("eth").device("sriov.example.com", "node-a", "vf-0")
+    dra_metadata_tree.write()
+    event = watch.next()
+    assert (event.kind, event.generation, event.claim_uid) == ("update", 1, "uid-again")
+
+
+def test_a_torn_write_is_never_delivered_and_its_completion_is(
+    dra_metadata_mounted_tree: MountedMetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """Empty and half-written files give no event; the completed write gives the update."""
+    tree = dra_metadata_mounted_tree
+    [nic] = nic_tree(tree, "sriov.example.com")
+    watch = watching(claim="nic", request="eth")
+    watch.next()
+    nic.network(interface_name="net1")
+    tree.tear(nic, size=0)
+    tree.tear(nic)
+    tree.write(mode="in-place")
+    event = watch.next()
+    assert (event.kind, event.generation) == ("update", 2)
+    assert event.merged is not None
+    assert dm.has_network_data(event.merged)
+
+
+def test_a_file_that_stays_torn_becomes_an_error_event(
+    dra_metadata_tree: MetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """A file undecodable for error_timeout seconds is delivered as an error, not swallowed."""
+    [nic] = nic_tree(dra_metadata_tree, "sriov.example.com")
+    watch = watching(claim="nic", request="eth", error_timeout=0.2)
+    watch.next()
+    dra_metadata_tree.tear(nic)
+    event = watch.next()
+    assert (event.kind, event.generation, event.metadata) == ("error", 1, None)
+    assert isinstance(event.error, dm.DecodeError)
+    assert event.message.startswith("not decodable for ")
+    assert str(nic.path) in event.message
+    assert event.merged is not None  # the last good object still counts
+    dra_metadata_tree.write()
+    assert (watch.next().kind, watch.seen[-1].generation) == ("update", 2)
+
+
+def test_several_drivers_each_file_is_watched_and_merged(
+    dra_metadata_mounted_tree: MountedMetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """An update of one driver's file carries the merged view of all files."""
+    tree = dra_metadata_mounted_tree
+    gpu, rdma = nic_tree(tree, "gpu.example.com", "rdma.example.com")
+    watch = watching(claim="nic", request="eth")
+    watch.next()
+    watch.next()
+    rdma.network(interface_name="rdma0")
+    tree.update(rdma, mode="in-place")
+    event = watch.next()
+    assert (event.driver, event.generation) == ("rdma.example.com", 2)
+    assert event.merged is not None
+    assert [s.generation for s in event.merged.sources] == [1, 2]
+    devices = [d for _r, d in event.merged.devices()]
+    assert [d.name for d in devices] == [gpu.name, rdma.name]
+    assert devices[1].network_data == dm.NetworkDeviceData(interface_name="rdma0")
+
+
+def test_only_the_named_drivers_file_is_watched(
+    dra_metadata_tree: MetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """With driver=, other drivers' files give no events and stay out of the merged view."""
+    _gpu, rdma = nic_tree(dra_metadata_tree, "gpu.example.com", "rdma.example.com")
+    watch = watching(claim="nic", request="eth", driver="rdma.example.com")
+    first = watch.next()
+    assert first.driver == "rdma.example.com"
+    assert first.merged is not None
+    assert [s.driver for s in first.merged.sources] == ["rdma.example.com"]
+    dra_metadata_tree.update(dra_metadata_tree.claim("nic"))  # both files, gpu first
+    assert (watch.next().driver, watch.seen[-1].generation) == ("rdma.example.com", 2)
+    assert rdma.path.exists()
+
+
+def test_the_safety_net_finds_what_no_notification_reports(
+    dra_metadata_mounted_tree: MountedMetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """A mount appearing over a file sends no event; the periodic re-read still finds it."""
+    tree = dra_metadata_mounted_tree
+    request = tree.claim("nic", uid="uid-node").request("eth")
+    nic = request.device("sriov.example.com", "node-a", "vf-0")
+    nic.path.parent.mkdir(parents=True)
+    nic.path.write_bytes(dm.encode(gen(7, "uid-old")))
+    watch = watching(claim="nic", request="eth", rescan_interval=0.1)
+    assert (watch.next().generation, watch.seen[-1].claim_uid) == (7, "uid-old")
+    tree.write()  # mounts the node file over the plain one: no inotify event at all
+    assert nic.path in tree.mounted
+    event = watch.next()
+    assert (event.kind, event.generation, event.claim_uid) == ("update", 1, "uid-node")
+    nic.network(interface_name="net1")
+    tree.update(mode="in-place")  # the watch moved to the mounted file: heard at once
+    assert watch.next().generation == 2
+
+
+def test_watch_ends_at_its_timeout_and_on_its_stop_event(dra_metadata_tree: MetadataTree) -> None:
+    """timeout= ends the iteration; so does a set stop event."""
+    nic_tree(dra_metadata_tree, "sriov.example.com")
+    start = time.monotonic()
+    events = list(dm.watch(claim="nic", request="eth", timeout=0.2))
+    assert [e.kind for e in events] == ["update"]
+    assert time.monotonic() - start >= 0.2
+    stop = threading.Event()
+    stop.set()
+    assert [e.kind for e in dm.watch(claim="nic", request="eth", stop_event=stop)] == ["update"]
+
+
+@pytest.mark.parametrize("backend", ["inotify", "watchfiles"])
+def test_each_backend_follows_the_lifecycle(
+    backend: str, dra_metadata_tree: MetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """Both backends: initial file, in-place update, a file appearing, removal."""
+    claim = dra_metadata_tree.claim("nic")
+    request = claim.request("eth")
+    nic = request.device("a.example.com", "node-a", "vf-0")
+    dra_metadata_tree.write()
+    watch = watching(claim="nic", request="eth", backend=backend)
+    assert watch.next().driver == "a.example.com"
+    nic.set(model="x")
+    dra_metadata_tree.update(mode="in-place")
+    assert (watch.next().generation, watch.seen[-1].kind) == (2, "update")
+    request.device("b.example.com", "node-a", "vf-1")
+    dra_metadata_tree.write()
+    assert (watch.next().driver, watch.seen[-1].generation) == ("b.example.com", 1)
+    dra_metadata_tree.remove(claim)
+    removed = {watch.next().driver, watch.next().driver}
+    assert removed == {"a.example.com", "b.example.com"}
+    assert {e.kind for e in watch.seen[-2:]} == {"removed"}
+
+
+# --- files and directories that appear later (asyncio: the watch is set up first) -----
+
+
+async def first_event(events: Any) -> dm.WatchEvent:
+    """The next event of an async watch, within the generous bound."""
+    event: dm.WatchEvent = await asyncio.wait_for(events.__anext__(), WAIT)
+    return event
+
+
+def test_a_request_directory_and_its_parents_appearing_later_are_picked_up(
+    tmp_path: Path,
+) -> None:
+    """Nothing exists at the start (not even the root): the file is seen when it appears."""
+    root = tmp_path / "root"
+
+    async def main() -> dm.WatchEvent:
+        events = dm.awatch(claim="nic", request="eth", root=root)
+        task = asyncio.ensure_future(first_event(events))
+        await asyncio.sleep(0)  # the watch is set up and waiting now
+        assert not task.done()
+        tree = MetadataTree(root)
+        tree.claim("nic").request("eth").device("sriov.example.com", "node-a", "vf-0")
+        tree.write()
+        try:
+            return await task
+        finally:
+            await events.aclose()
+
+    event = asyncio.run(main())
+    assert (event.kind, event.driver, event.generation) == ("update", "sriov.example.com", 1)
+
+
+def test_a_mount_made_after_the_watch_started_is_followed(tmp_path: Path) -> None:
+    """The empty mount point, then the mount: the watch moves to the mounted file."""
+    try:
+        tree = MountedMetadataTree(tmp_path / "node", tmp_path / "ctr", mode="in-place")
+    except MountUnavailableError as err:
+        pytest.skip(f"bind mounts unavailable: {err.reason}")
+
+    async def main() -> list[dm.WatchEvent]:
+        events = dm.awatch(claim="nic", request="eth", root=tree.root)
+        try:
+            task = asyncio.ensure_future(first_event(events))
+            await asyncio.sleep(0)
+            nic = tree.claim("nic").request("eth").device("sriov.example.com", "node-a", "v")
+            tree.write()
+            first = await task
+            nic.network(interface_name="net1")
+            tree.update(mode="in-place")
+            return [first, await first_event(events)]
+        finally:
+            await events.aclose()
+
+    with tree:
+        first, second = asyncio.run(main())
+    assert (first.kind, first.generation) == ("update", 1)
+    assert (second.kind, second.generation) == ("update", 2)
+
+
+def test_awatch_delivers_what_watch_delivers(dra_metadata_tree: MetadataTree) -> None:
+    """The async twin gives the same events for the same files."""
+    nic_tree(dra_metadata_tree, "a.example.com", "b.example.com")
+    sync = [(e.kind, e.path, e.generation) for e in dm.watch(claim="nic", request="eth", timeout=0)]
+
+    async def collect() -> list[tuple[str, str, int | None]]:
+        events = dm.awatch(claim="nic", request="eth", timeout=0)
+        return [(e.kind, e.path, e.generation) async for e in events]
+
+    assert asyncio.run(collect()) == sync
+    assert len(sync) == 2
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_cancelling_awatch_leaves_no_thread_task_or_descriptor(
+    dra_metadata_tree: MetadataTree,
+) -> None:
+    """After cancel the thread count, the loop's tasks and the open descriptors are as before."""
+    nic_tree(dra_metadata_tree, "sriov.example.com")
+    threads, fds = threading.active_count(), open_fds()
+
+    async def main() -> tuple[int, int]:
+        got = asyncio.Event()
+
+        async def consume() -> None:
+            async for _event in dm.awatch(claim="nic", request="eth"):
+                got.set()
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(got.wait(), WAIT)
+        during = open_fds()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+        return during, open_fds()
+
+    during, after = asyncio.run(main())
+    assert during == after + 1  # the inotify descriptor, open while watching, is closed
+    assert threading.active_count() == threads
+    assert open_fds() == fds
+
+
+# --- a real writer process racing the watch ----------------------------------------------
+
+_WRITER = r"""
+import os, sys
+import dra_metadata as dm
+
+path, uid, first, last, renames = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6])
+for generation in range(first, last + 1):
+    devices = tuple(
+        dm.Device("d.x", "p", f"dev-{i}", attributes={"gen": dm.DeviceAttribute(int=generation)})
+        for i in range(generation % 7 + 1)
+    )
+    data = dm.encode(dm.DeviceMetadata(
+        metadata=dm.ObjectMeta(name="c", namespace="ns", uid=uid, generation=generation),
+        requests=(dm.DeviceMetadataRequest("eth", devices),),
+    ))
+    if renames and generation % 5 == 0:
+        temp = path + ".tmp"
+        with open(temp, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+    else:  # in place, in two writes: readers meet empty and half-written files
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, data[: len(data) // 2])
+        os.write(fd, data[len(data) // 2 :])
+        os.close(fd)
+"""
+
+
+def whole(md: dm.DeviceMetadata) -> bool:
+    """Whether ``md`` is exactly what the writer wrote for its generation."""
+    generation = md.metadata.generation
+    devices = [d for _r, d in md.devices()]
+    return len(devices) == generation % 7 + 1 and all(
+        d.attribute("gen") == generation for d in devices
+    )
+
+
+def race(watch: Watching, host: Path, uid: str, *, renames: bool) -> list[int]:
+    """Run the writer for generations 2..300; return the generations delivered."""
+    last = 300
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(host), uid, "2", str(last), str(int(renames))],
+        cwd=REPO,
+    )
+    delivered: list[int] = []
+    try:
+        while not delivered or delivered[-1] != last:
+            event = watch.next()
+            assert event.kind == "update", (event.kind, event.message)
+            assert event.metadata is not None
+            assert whole(event.metadata), event.metadata
+            delivered.append(event.metadata.metadata.generation)
+    finally:
+        writer.wait(WAIT)
+    assert writer.returncode == 0
+    return delivered
+
+
+def test_a_racing_writer_never_yields_a_torn_object_and_its_last_generation_arrives(
+    dra_metadata_mounted_tree: MountedMetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """In-place writes through a bind mount: whole objects only, increasing, the last one in."""
+    tree = dra_metadata_mounted_tree
+    claim = tree.claim("nic")
+    nic = claim.request("eth").device("d.x", "p", "dev-0")
+    tree.write()
+    watch = watching(claim="nic", request="eth")
+    assert watch.next().generation == 1
+    delivered = race(watch, nic.host_path, claim.uid, renames=False)
+    assert delivered == sorted(set(delivered))
+
+
+def test_a_racing_writer_mixing_in_place_and_rename_in_a_plain_tree(
+    dra_metadata_tree: MetadataTree, watching: Callable[..., Watching]
+) -> None:
+    """Without a mount, renames and in-place writes mixed: whole objects, the last one in."""
+    claim = dra_metadata_tree.claim("nic")
+    nic = claim.request("eth").device("d.x", "p", "dev-0")
+    dra_metadata_tree.write()
+    watch = watching(claim="nic", request="eth")
+    assert watch.next().generation == 1
+    delivered = race(watch, nic.path, claim.uid, renames=True)
+    assert delivered == sorted(set(delivered))
+
+
+# --- waiting -------------------------------------------------------------------------------
+
+
+def test_wait_for_returns_once_network_data_arrives(
+    dra_metadata_mounted_tree: MountedMetadataTree,
+) -> None:
+    """wait_for sees generation 1 without network data, then returns the merged generation 2."""
+    tree = dra_metadata_mounted_tree
+    [nic] = nic_tree(tree, "sriov.example.com")
+    looked = threading.Event()
+
+    def until(md: dm.DeviceMetadata) -> bool:
+        looked.set()
+        return dm.has_network_data(md)
+
+    result: queue.Queue[dm.MergedDeviceMetadata | BaseException] = queue.Queue()
+
+    def run() -> None:
+        try:
+            result.put(dm.wait_for(claim="nic", request="eth", until=until, timeout=WAIT))
+        except BaseException as err:
+            result.put(err)
+
+    waiter = threading.Thread(target=run)
+    waiter.start()
+    assert looked.wait(WAIT)  # it has seen generation 1 and keeps waiting
+    assert result.empty()
+    nic.network(interface_name="net1", ips=["10.0.0.5/24"])
+    tree.update(mode="in-place")
+    waiter.join(WAIT)
+    md = result.get_nowait()
+    assert isinstance(md, dm.MergedDeviceMetadata)
+    assert md.sources[0].generation == 2
+    assert dm.has_network_data(md)
+
+
+def test_wait_for_without_a_condition_waits_for_a_decodable_file(
+    dra_metadata_tree: MetadataTree,
+) -> None:
+    """Plain existence: a request that has a file that decodes."""
+    nic_tree(dra_metadata_tree, "sriov.example.com")
+    md = dm.wait_for(claim="nic", request="eth", timeout=WAIT)
+    assert [s.driver for s in md.sources] == ["sriov.example.com"]
+
+
+def test_wait_for_timeouts_say_what_was_last_seen(dra_metadata_tree: MetadataTree) -> None:
+    """No file, an undecodable file, generation 1 without network data: each is named."""
+    with pytest.raises(dm.WaitTimeoutError) as nothing:
+        dm.wait_for(claim="nic", request="eth", timeout=0.1)
+    assert "last seen: no metadata file (no directory " in str(nothing.value)
+    assert nothing.value.last_seen is None
+    assert isinstance(nothing.value, TimeoutError)
+    [nic] = nic_tree(dra_metadata_tree, "sriov.example.com")
+    with pytest.raises(dm.WaitTimeoutError) as lacking:
+        dm.wait_for(claim="nic", request="eth", until=dm.has_network_data, timeout=0.1)
+    assert str(lacking.value) == (
+        f"timed out after 0.1s waiting for network data on every device in "
+        f"{nic.path.parent}; last seen: sriov.example.com-metadata.json generation 1 "
+        "without network data (device node-a/vf-0)"
+    )
+    assert lacking.value.last_seen is not None
+    assert lacking.value.path == str(nic.path.parent)
+    dra_metadata_tree.tear(nic)
+    with pytest.raises(dm.WaitTimeoutError, match=r"-metadata\.json does not decode: "):
+        dm.wait_for(claim="nic", request="eth", timeout=0.1)
+
+
+def test_await_for_is_the_async_twin(dra_metadata_tree: MetadataTree) -> None:
+    """await_for returns the same merged metadata, and times out the same way."""
+    nic_tree(dra_metadata_tree, "sriov.example.com")
+    md = asyncio.run(dm.await_for(claim="nic", request="eth", until=dm.has_generation(1)))
+    assert md == dm.wait_for(claim="nic", request="eth", until=dm.has_generation(1))
+    with pytest.raises(dm.WaitTimeoutError, match="waiting for generation 2 or later"):
+        asyncio.run(dm.await_for(claim="nic", request="eth", until=dm.has_generation(2), timeout=0))
+
+
+# --- handlers ----------------------------------------------------------------------------
+
+
+def test_metadata_watcher_calls_handlers_by_kind_and_survives_a_failing_one(
+    dra_metadata_tree: MetadataTree, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Handlers run per kind in order; one that raises is logged; stop() ends the thread."""
+    [nic] = nic_tree(dra_metadata_tree, "sriov.example.com")
+    updates: queue.Queue[int | None] = queue.Queue()
+    everything: list[str] = []
+    watcher = dm.MetadataWatcher(claim="nic", request="eth")
+
+    @watcher.on("update")
+    def broken(event: dm.WatchEvent) -> None:
+        raise RuntimeError("handler bug")
+
+    watcher.add_handler(lambda event: updates.put(event.generation), dm.WatchEventKind.UPDATE)
+    watcher.add_handler(lambda event: everything.append(event.kind.value))
+    with caplog.at_level(logging.ERROR, logger="dra_metadata"), watcher:
+        assert watcher.running
+        assert updates.get(timeout=WAIT) == 1
+        nic.network(interface_name="net1")
+        dra_metadata_tree.update()
+        assert updates.get(timeout=WAIT) == 2
+    assert not watcher.running
+    assert watcher.exception is None
+    assert everything == ["update", "update"]
+    assert "handler bug" in caplog.text
+    with pytest.raises(RuntimeError, match="started already"):
+        watcher.start()
+
+
+# --- the example and the benchmark -------------------------------------------------------
+
+
+def test_watch_network_example_configures_when_network_data_arrives(
+    dra_metadata_mounted_tree: MountedMetadataTree,
+) -> None:
+    """examples/watch_network.py waits at generation 1 and configures at generation 2."""
+    tree = dra_metadata_mounted_tree
+    [nic] = nic_tree(tree, "sriov.example.com")
+    service = subprocess.Popen(
+        [sys.executable, "examples/watch_network.py", "--once", "--timeout", str(WAIT)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert service.stdout is not None
+    try:
+        assert service.stdout.readline() == "waiting for network data of nic/eth\n"
+        assert service.stdout.readline() == "generation 1: no network data yet, waiting\n"
+        nic.network(
+            interface_name="net1", ips=["10.0.0.5/24"], hardware_address="02:00:00:aa:bb:cc"
+        )
+        tree.update(mode="in-place")
+        out, err = service.communicate(timeout=WAIT)
+    finally:
+        if service.poll() is None:
+            service.kill()
+            service.wait()
+    assert service.returncode == 0, err
+    assert (
+        out == "configured net1 ips=10.0.0.5/24 mac=02:00:00:aa:bb:cc (device vf-0, generation 2)\n"
+    )
+
+
+def test_watch_network_example_gives_up_after_its_timeout(tmp_path: Path) -> None:
+    """Without network data in time the example exits 1 with one line on stderr."""
+    done = subprocess.run(
+        [sys.executable, "examples/watch_network.py", "--once", "--timeout", "0.2"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, dm.ROOT_ENV: str(tmp_path)},
+        timeout=WAIT,
+    )
+    assert done.returncode == 1
+    assert done.stderr == "no network data after 0.2s\n"
+
+
+def test_watch_benchmark_quick_run_reports_every_figure() -> None:
+    """benchmarks/bench_watch.py --quick --json runs and has the documented shape."""
+    done = subprocess.run(
+        [sys.executable, "benchmarks/bench_watch.py", "--quick", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert set(report) == {
+        "environment",
+        "latency",
+        "bursts",
+        "idle_cpu_percent",
+        "ratios",
+        "targets",
+    }
+    assert [case["name"] for case in report["latency"]] == [
+        "dra_metadata.watch",
+        "raw inotify",
+        "watchfiles default",
+        "watchfiles step=5",
+    ]
+    for case in report["latency"]:
+        assert set(case) >= {"n", "median_ms", "p90_ms", "p99_ms", "max_ms", "torn_delivered"}
+    assert set(report["idle_cpu_percent"]) == {
+        "dra_metadata.watch",
+        "watchfiles default",
+        "watchfiles step=5",
+    }
+    assert {target["name"] for target in report["targets"]} >= {
+        "median latency (ms)",
+        "p99 latency (ms)",
+        "torn objects delivered",
+        "idle CPU, 100 files (% of one core)",
+    }
+    assert all(isinstance(target["ok"], bool) for target in report["targets"])
