@@ -29,9 +29,10 @@ a new UID (the claim was prepared again) is a new object. A file whose
 container.
 
 On Linux the watcher uses inotify directly (:mod:`._inotify`): it sleeps until
-the kernel has something to say, so an idle watcher costs nothing and an
-update is delivered about a millisecond after the write. Elsewhere it uses
-watchfiles. The per-file decisions (:class:`FileState`) do no I/O and are
+the kernel has something to say (or the safety net is due), and delivers an
+update well under a millisecond after the write at the median. Elsewhere it
+uses watchfiles, whose loop wakes every 50 ms. ``benchmarks/bench_watch.py``
+measures both. The per-file decisions (:class:`FileState`) do no I/O and are
 shared by both twins; only the waiting differs.
 """
 
@@ -97,6 +98,7 @@ __all__ = [
     "DEFAULT_ERROR_TIMEOUT",
     "DEFAULT_RESCAN_INTERVAL",
     "Backend",
+    "Change",
     "FileState",
     "MetadataWatcher",
     "WaitTimeoutError",
@@ -122,6 +124,9 @@ Backend: TypeAlias = Literal["auto", "inotify", "watchfiles"]
 # First retry of an undecodable read after this many seconds, doubling up to _RETRY_MAX.
 _RETRY_FIRST: Final = 0.001
 _RETRY_MAX: Final = 0.1
+# The safety net skips reading a file whose stat is unchanged and whose last change
+# was at least this many seconds before the last read (timestamps are coarse).
+_SETTLED: Final = 2.0
 # A stop event is looked at least this often (seconds).
 _STOP_POLL: Final = 0.05
 # The watchfiles fallback: its loop's step (ms) and how often it hands control back (ms).
@@ -703,13 +708,39 @@ def _open_notifier(backend: Backend) -> _Notifier:
 class _Tracked:
     """A file the session follows: its decisions plus what the I/O side remembers."""
 
-    __slots__ = ("identity", "raw", "raw_md", "state")
+    __slots__ = ("identity", "raw", "raw_md", "read_at", "signature", "state")
 
     def __init__(self, state: FileState) -> None:
         self.state = state
         self.identity: tuple[int, int] | None = None  # (st_dev, st_ino) the watch is on
         self.raw: bytes | None = None  # the last bytes that decoded, and what they gave
         self.raw_md: DeviceMetadata | None = None
+        # What stat said when those bytes were read, and when (wall clock, as mtimes are).
+        self.signature: tuple[int, ...] | None = None
+        self.read_at = 0.0
+
+    def unchanged(self, info: os.stat_result) -> bool:
+        """Whether ``info`` proves the file still holds the bytes last read.
+
+        Same inode, size, link count and times, and the last read came long enough
+        after the last change that a write in the same timestamp tick (the kernel's
+        clock is coarse) could not hide behind an equal mtime.
+        """
+        return (
+            self.signature == _signature(info)
+            and self.read_at - max(info.st_mtime_ns, info.st_ctime_ns) / 1e9 >= _SETTLED
+        )
+
+
+def _signature(info: os.stat_result) -> tuple[int, ...]:
+    return (
+        info.st_dev,
+        info.st_ino,
+        info.st_size,
+        info.st_nlink,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+    )
 
 
 def _driver_of(path: str) -> str:
@@ -780,8 +811,8 @@ class _Session:
             return {wanted} if wanted in paths else set()
         return set(paths)
 
-    def _reconcile(self, *, everything: bool) -> set[str]:
-        """Start following new files; return the paths to look at."""
+    def _reconcile(self) -> set[str]:
+        """Start following new files; return the new ones and the ones not listed."""
         present = self._listing()
         to_look = {path for path in self.files if path not in present}
         for path in present:
@@ -790,13 +821,12 @@ class _Session:
                     FileState(path, error_timeout=self.options.error_timeout)
                 )
                 to_look.add(path)
-        if everything:
-            to_look.update(self.files)
         return to_look
 
     # The file side.
 
-    def _look(self, path: str, now: float) -> list[Change]:
+    def _look(self, path: str, now: float, *, lazy: bool = False) -> list[Change]:
+        """Stat and read ``path``; tell its state. ``lazy``: skip the read if stat allows."""
         tracked = self.files[path]
         state = tracked.state
         try:
@@ -815,6 +845,9 @@ class _Session:
             tracked.identity = identity if not problem else None
             if problem and problem not in (errno.ENOENT, errno.ENOTDIR):
                 self._warn(path, problem)
+        if lazy and not state.broken_now and tracked.unchanged(info):
+            return []
+        read_at = time.time()
         try:
             data = read_bytes(path, max_size=self.options.max_size)
         except MetadataNotFoundError:
@@ -830,6 +863,7 @@ class _Session:
                 error = DecodeError(f"{path}: {err}", path=path)
                 return state.broken(error, nlink=info.st_nlink, now=now)
             tracked.raw, tracked.raw_md = data, md
+        tracked.signature, tracked.read_at = _signature(info), read_at
         return state.decoded(md, nlink=info.st_nlink, now=now)
 
     def _gone(self, path: str, now: float) -> list[Change]:
@@ -853,7 +887,8 @@ class _Session:
         """Set up the watches and look at everything: the initial ``update`` events."""
         self.next_rescan = now + self.options.rescan_interval
         self._sync_dirs()
-        return self._round(self._reconcile(everything=True), now)
+        self._reconcile()
+        return self._round(set(self.files), now)
 
     def process(self, triggers: set[str], overflow: bool, now: float) -> list[WatchEvent]:
         """Look at what the notifications name, what is due for a retry, and (when due) all."""
@@ -863,18 +898,25 @@ class _Session:
             self.next_rescan = now + self.options.rescan_interval
         if rescan or len(to_look) < len(triggers):  # a directory (or a dropped file) spoke
             self._sync_dirs()
-            to_look |= self._reconcile(everything=rescan)
+            to_look |= self._reconcile()
         for path, tracked in self.files.items():
             retry_at = tracked.state.retry_at
             if retry_at is not None and retry_at <= now:
                 to_look.add(path)
-        return self._round(to_look, now)
+        if overflow:  # notifications were lost: read everything
+            to_look.update(self.files)
+        lazy = set(self.files) - to_look if rescan else set()
+        return self._round(to_look, now, lazy=lazy)
 
-    def _round(self, to_look: set[str], now: float) -> list[WatchEvent]:
+    def _round(
+        self, to_look: set[str], now: float, *, lazy: set[str] | None = None
+    ) -> list[WatchEvent]:
         found: list[tuple[str, Change]] = []
-        for path in sorted(to_look, key=os.fsencode):
+        lazy = lazy or set()
+        for path in sorted(to_look | lazy, key=os.fsencode):
             if path in self.files:
-                found.extend((path, change) for change in self._look(path, now))
+                changes = self._look(path, now, lazy=path in lazy)
+                found.extend((path, change) for change in changes)
         if not found:
             return []
         merged = self.merged()

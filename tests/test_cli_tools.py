@@ -8,9 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dra_metadata as dm
+from dra_metadata._cli._get import value_of
+from dra_metadata._cli._ls import row, table
+from dra_metadata._env import collect, render
+from dra_metadata._scan import read_request, scan
 from tests.conftest import REPO, SAMPLE_ROOT
 
 A = dm.DeviceAttribute
@@ -491,3 +498,93 @@ def test_help_documents_the_exit_codes(command: str) -> None:
         b"exit codes: 0 success, 1 condition false or invalid, 64 usage error,\n"
         b"65 not decodable, 66 not found." in done.stdout
     )
+
+
+# --------------------------------------------------------------------------- #
+# Whatever the bytes on disk: a clear error per file, nothing else
+# --------------------------------------------------------------------------- #
+
+STREAM_BYTES = st.one_of(
+    st.binary(max_size=200),
+    st.builds(
+        lambda md, cut, junk: dm.encode(md)[:cut] + junk,
+        st.builds(
+            one_request,
+            st.sampled_from(["r", "r/sub", ""]),
+            st.builds(
+                dm.Device,
+                st.sampled_from(["d.example.com", "", "x/y"]),
+                st.just("p"),
+                st.text(max_size=5),
+                attributes=st.dictionaries(
+                    st.text(max_size=6), st.builds(A, string=st.text(max_size=6)), max_size=3
+                ),
+            ),
+        ),
+        st.integers(min_value=0, max_value=400),
+        st.binary(max_size=8),
+    ),
+    st.just(b"[" * 100_000),
+    st.just(
+        b'{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1beta1",'
+        b'"metadata":' + b'{"labels":' * 5000 + b"{}" + b"}" * 5001
+    ),
+)
+DIR_NAMES = st.one_of(
+    st.sampled_from(["c", "a-b", "a_b", "caf\xe9", "new\nline", "\udcff", " ", "-"]),
+    st.text(alphabet=st.characters(exclude_characters="/\x00"), min_size=1, max_size=6).filter(
+        lambda name: name not in (".", "..")
+    ),
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.tuples(DIR_NAMES, STREAM_BYTES), min_size=1, max_size=4))
+def test_any_bytes_and_names_give_rows_and_errors_never_exceptions(
+    tmp_path_factory: pytest.TempPathFactory, files: list[tuple[str, bytes]]
+) -> None:
+    """ls rows, env variables in every format and get values come out, or DRAMetadataErrors."""
+    root = tmp_path_factory.mktemp("root")
+    for index, (claim, data) in enumerate(files):
+        directory = os.fsencode(root / "resourceclaims") + b"/" + os.fsencode(claim) + b"/r"
+        os.makedirs(directory, exist_ok=True)
+        with open(directory + f"/d{index}.example.com-metadata.json".encode(), "wb") as out:
+            out.write(data)
+    entries = scan(root)
+    rows = [row(entry) for entry in entries]
+    table(rows).encode("utf-8")
+    msgspec.json.encode(rows)
+    variables, problems = collect(entries)
+    assert all(isinstance(problem, dm.DRAMetadataError) for problem in problems)
+    for fmt in ("shell", "dotenv", "json"):
+        render(variables, fmt)
+    for claim, _ in files:
+        try:
+            md = read_request("claim", claim, "r", root=root)
+        except dm.DRAMetadataError:
+            continue
+        for _, device in md.devices():
+            value_of(device, "uuid")
+            value_of(device, "ips")
+
+
+def test_argparse_messages_read_right_without_gettext() -> None:
+    """argparse runs against a stand-in gettext; its messages are whole, the real module intact."""
+    done = run("get", "--claim", "c")
+    assert done.returncode == 64
+    assert errors(done)[-1] == (
+        "dra-metadata get: error: the following arguments are required: --request, NAME"
+    )
+    probe = (
+        "import sys\n"
+        "from dra_metadata._cli import main\n"
+        "assert 'gettext' not in sys.modules\n"
+        "import gettext\n"
+        "print(gettext.ngettext('a', 'b', 2), hasattr(gettext, 'translation'))\n"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert shown.stdout == "b True\n", shown.stderr

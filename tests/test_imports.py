@@ -93,3 +93,31 @@ def test_toolkit_start_up_skips_json_shutil_and_gettext() -> None:
     for args in TOOLKIT:
         modules = imported("-m", "dra_metadata", *args)
         assert (modules - startup) & {"json", "shutil", "gettext", "locale"} == set(), args
+
+
+def test_the_watcher_loads_on_first_use_only() -> None:
+    """import dra_metadata loads no watch module, ctypes or asyncio; dm.watch loads _watch."""
+    probe = (
+        "import sys, dra_metadata as dm\n"
+        "before = {m for m in ('dra_metadata._watch', 'ctypes', 'asyncio') if m in sys.modules}\n"
+        "assert not before, before\n"
+        "dm.watch\n"
+        "assert 'dra_metadata._watch' in sys.modules\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_watching_with_inotify_loads_no_heavy_dependency() -> None:
+    """watch() and wait_for() on Linux use inotify: no watchfiles, pydantic or semver."""
+    code = f"""
+import dra_metadata as dm
+events = list(dm.watch(claim="nic", request="eth", root={str(SAMPLE_ROOT)!r}, timeout=0))
+assert [e.kind for e in events] == ["update"], events
+dm.wait_for(claim="nic", request="eth", until=dm.has_network_data, root={str(SAMPLE_ROOT)!r})
+"""
+    assert loaded_after(code) == []
+    wait = ("wait", "--root", str(SAMPLE_ROOT), "--claim", "nic", "--request", "eth")
+    assert imported("-m", "dra_metadata", *wait, "--for", "network") & set(HEAVY) == set()

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import dra_metadata as dm
-from dra_metadata._watch import FileState
+from dra_metadata._watch import FileState, _signature, _Tracked
 from dra_metadata.testing import MetadataTree, MountedMetadataTree, MountUnavailableError
 from tests.conftest import REPO, SAMPLE_ROOT
 
@@ -139,6 +139,24 @@ def test_a_zero_link_count_on_an_undecodable_file_is_stale_at_once() -> None:
     assert (stale.kind, stale.generation, stale.metadata) == ("stale", 1, None)
     assert "the file it keeps does not decode" in stale.message
     assert kinds(state.broken(dm.DecodeError("x"), nlink=0, now=2.0)) == ["error"]
+
+
+def test_the_safety_net_reads_a_file_again_unless_stat_proves_it_unchanged(
+    tmp_path: Path,
+) -> None:
+    """A re-read is skipped only for the same stat, last read well after the last change."""
+    path = tmp_path / "f-metadata.json"
+    path.write_bytes(b"{}")
+    info = os.stat(path)
+    changed = max(info.st_mtime_ns, info.st_ctime_ns) / 1e9
+    tracked = _Tracked(FileState(str(path)))
+    tracked.signature, tracked.read_at = _signature(info), changed + 0.5
+    assert not tracked.unchanged(info)  # read too soon after the change: could hide one
+    tracked.read_at = changed + 2.5
+    assert tracked.unchanged(info)
+    path.write_bytes(b"{ }")
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))  # an mtime put back fools nothing
+    assert not tracked.unchanged(os.stat(path))
 
 
 def test_removal_is_news_only_for_files_the_user_heard_of() -> None:
@@ -529,6 +547,14 @@ def test_each_backend_follows_the_lifecycle(
 # --- files and directories that appear later (asyncio: the watch is set up first) -----
 
 
+async def set_up(events: Any) -> asyncio.Future[dm.WatchEvent]:
+    """Start taking the next event; return once the watch is set up and waiting."""
+    task: asyncio.Future[dm.WatchEvent] = asyncio.ensure_future(events.__anext__())
+    await asyncio.sleep(0)  # one step of the task: it sets up, looks, and waits
+    assert not task.done()
+    return task
+
+
 async def first_event(events: Any) -> dm.WatchEvent:
     """The next event of an async watch, within the generous bound."""
     event: dm.WatchEvent = await asyncio.wait_for(events.__anext__(), WAIT)
@@ -543,14 +569,12 @@ def test_a_request_directory_and_its_parents_appearing_later_are_picked_up(
 
     async def main() -> dm.WatchEvent:
         events = dm.awatch(claim="nic", request="eth", root=root)
-        task = asyncio.ensure_future(first_event(events))
-        await asyncio.sleep(0)  # the watch is set up and waiting now
-        assert not task.done()
-        tree = MetadataTree(root)
-        tree.claim("nic").request("eth").device("sriov.example.com", "node-a", "vf-0")
-        tree.write()
         try:
-            return await task
+            task = await set_up(events)
+            tree = MetadataTree(root)
+            tree.claim("nic").request("eth").device("sriov.example.com", "node-a", "vf-0")
+            tree.write()
+            return await asyncio.wait_for(task, WAIT)
         finally:
             await events.aclose()
 
@@ -568,11 +592,10 @@ def test_a_mount_made_after_the_watch_started_is_followed(tmp_path: Path) -> Non
     async def main() -> list[dm.WatchEvent]:
         events = dm.awatch(claim="nic", request="eth", root=tree.root)
         try:
-            task = asyncio.ensure_future(first_event(events))
-            await asyncio.sleep(0)
+            task = await set_up(events)
             nic = tree.claim("nic").request("eth").device("sriov.example.com", "node-a", "v")
             tree.write()
-            first = await task
+            first = await asyncio.wait_for(task, WAIT)
             nic.network(interface_name="net1")
             tree.update(mode="in-place")
             return [first, await first_event(events)]
@@ -583,6 +606,21 @@ def test_a_mount_made_after_the_watch_started_is_followed(tmp_path: Path) -> Non
         first, second = asyncio.run(main())
     assert (first.kind, first.generation) == ("update", 1)
     assert (second.kind, second.generation) == ("update", 2)
+
+
+def test_awatch_ends_on_an_asyncio_stop_event(dra_metadata_tree: MetadataTree) -> None:
+    """An asyncio.Event set while awatch waits ends the iteration."""
+    nic_tree(dra_metadata_tree, "sriov.example.com")
+
+    async def main() -> list[str]:
+        stop = asyncio.Event()
+        seen = []
+        async for event in dm.awatch(claim="nic", request="eth", stop_event=stop):
+            seen.append(event.kind.value)
+            stop.set()
+        return seen
+
+    assert asyncio.run(asyncio.wait_for(main(), WAIT)) == ["update"]
 
 
 def test_awatch_delivers_what_watch_delivers(dra_metadata_tree: MetadataTree) -> None:
@@ -859,6 +897,24 @@ def test_watch_network_example_configures_when_network_data_arrives(
     assert (
         out == "configured net1 ips=10.0.0.5/24 mac=02:00:00:aa:bb:cc (device vf-0, generation 2)\n"
     )
+
+
+def test_watch_network_example_runs_against_the_sample_tree() -> None:
+    """On the sample tree the network data is there: configured at once, exit 0."""
+    done = subprocess.run(
+        [sys.executable, "examples/watch_network.py", "--once", "--timeout", str(WAIT)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, dm.ROOT_ENV: str(SAMPLE_ROOT)},
+        timeout=WAIT * 2,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "waiting for network data of nic/eth",
+        "configured net1 ips=10.20.30.41/24,fd00:10:20::29/64 mac=52:54:00:ab:cd:03 "
+        "(device enp94s0f0v3, generation 2)",
+    ]
 
 
 def test_watch_network_example_gives_up_after_its_timeout(tmp_path: Path) -> None:

@@ -4,7 +4,11 @@ Each command lives in its own module with a ``register(commands)`` function
 that adds its parser and sets ``handler``; a handler takes the parsed
 arguments and returns an exit code (see :mod:`._common` for the table).
 Command modules import only the standard library at import time, so building
-the parser stays cheap; what a command needs it imports when it runs.
+the parser stays cheap; what a command needs it imports when it runs. And
+:func:`main` imports and builds only the module of the command it runs (the
+others would cost an init container's ``env`` a good part of its run time), so
+every module's commands are listed in :data:`_COMMANDS`; a command missing
+there still works, by building them all.
 """
 
 from __future__ import annotations
@@ -14,20 +18,34 @@ from . import _argparse  # noqa: F401 - first of all: argparse without gettext (
 
 # isort: on
 import argparse
+import sys
 from collections.abc import Sequence
+from typing import Final
 
 from .._errors import DRAMetadataError
-from . import _env, _get, _lint, _ls, _show, _validate, _watch
 from ._common import EPILOG, EXIT_OK, EXIT_USAGE, PROG, Parser, exit_code_for, fail
 
 __all__ = ["build_parser", "main"]
 
-#: The command modules, in the order ``--help`` lists them.
-_COMMANDS = (_show, _ls, _get, _env, _watch, _validate, _lint)
+#: The command modules (of this package), in the order ``--help`` lists them,
+#: each with the commands it registers.
+_COMMANDS: Final = (
+    ("_show", ("show",)),
+    ("_ls", ("ls",)),
+    ("_get", ("get",)),
+    ("_env", ("env",)),
+    ("_watch", ("watch", "wait")),
+    ("_validate", ("validate",)),
+    ("_lint", ("lint",)),
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed so the README's ``--help`` text can be tested)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser (exposed so the README's ``--help`` text can be tested).
+
+    With ``command``, only the module that registers it is imported and asked
+    to register; when that does not give the command, or for ``None``, all are.
+    """
     parser = Parser(
         prog=PROG,
         description="Read the DRA device metadata Kubernetes mounts into containers.",
@@ -40,8 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=Parser
     )
-    for module in _COMMANDS:
-        module.register(commands)
+    modules = [module for module, names in _COMMANDS if command is None or command in names]
+    for module in modules:
+        # __import__ rather than importlib.import_module: -X importtime then lists it.
+        __import__(f"{__name__}.{module}", fromlist=["register"]).register(commands)
+    if command is not None and command not in commands.choices:
+        return build_parser()
     return parser
 
 
@@ -52,9 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ...       "--request", "r"])
     66
     """
-    parser = build_parser()
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    first = arguments[0] if arguments and not arguments[0].startswith("-") else None
+    parser = build_parser(first)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except SystemExit as done:
         return done.code if isinstance(done.code, int) else EXIT_USAGE
     try:

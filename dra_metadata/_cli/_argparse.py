@@ -23,5 +23,7 @@ if "argparse" not in sys.modules and "gettext" not in sys.modules:
     sys.modules["gettext"] = _stand_in
     try:
         import argparse  # noqa: F401 - loaded here, used through sys.modules
+    except ImportError:  # an argparse that wants more of gettext: it loads the real one later
+        pass
     finally:
         del sys.modules["gettext"]

@@ -97,7 +97,7 @@ def row(entry: Entry) -> dict[str, object]:
         "driver": printable(entry.driver),
         "path": printable(entry.path),
         "status": status(entry.error),
-        "error": None if entry.error is None else str(entry.error),
+        "error": None if entry.error is None else printable(str(entry.error)),
         "apiVersion": None if md is None else md.api_version,
         "generation": None if meta is None else meta.generation,
         "devices": None if md is None else sum(len(r.devices) for r in md.requests),
