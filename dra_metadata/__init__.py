@@ -30,6 +30,7 @@ from ._errors import (
     FileTooLargeError,
     InvalidNameError,
     MetadataNotFoundError,
+    WaitTimeoutError,
 )
 from ._model import (
     STANDARD_DOMAIN,
@@ -72,7 +73,6 @@ if TYPE_CHECKING:
 
     from ._watch import (
         MetadataWatcher,
-        WaitTimeoutError,
         WatchEvent,
         WatchEventKind,
         await_for,
@@ -148,7 +148,6 @@ __all__ = [
 _WATCH_NAMES = frozenset(
     {
         "MetadataWatcher",
-        "WaitTimeoutError",
         "WatchEvent",
         "WatchEventKind",
         "await_for",

@@ -7,8 +7,8 @@ Names
 =====
 
 Every request directory gets the prefix ``DRA_<CLAIM>_<REQUEST>_``: the claim's
-directory name (the claim name, or the pod's name for a claim made from a
-template) and the request's directory name, upper-cased, every character other
+directory name (the claim name, or for a claim made from a template its
+name in the pod spec) and the request's directory name, upper-cased, every character other
 than ``A-Z`` and ``0-9`` turned into ``_`` (``my-gpu`` -> ``MY_GPU``). ``DRA_``
 can be replaced (``prefix=``). With ``P`` that prefix:
 

@@ -8,7 +8,8 @@ Exception tree::
     │                                   no file, or no metadata files in a request directory
     ├── InvalidNameError(ValueError)    a claim, request or driver name that is not a safe path part
     ├── FileTooLargeError(ValueError)   a file over the configured size cap
-    └── EnvError(ValueError)            metadata that cannot become environment variables
+    ├── EnvError(ValueError)            metadata that cannot become environment variables
+    └── WaitTimeoutError(TimeoutError)  a wait whose condition did not hold in time
 
 "Not there (yet)" and "broken" are different classes because callers act
 differently on them: an init container waits on the first and fails on the second.
@@ -17,7 +18,10 @@ differently on them: an init container waits on the first and fails on the secon
 from __future__ import annotations
 
 import enum
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from ._model import MergedDeviceMetadata
 
 __all__ = [
     "VALUE_OMITTED",
@@ -29,6 +33,7 @@ __all__ = [
     "FileTooLargeError",
     "InvalidNameError",
     "MetadataNotFoundError",
+    "WaitTimeoutError",
     "go_quote",
 ]
 
@@ -94,6 +99,30 @@ class EnvError(DRAMetadataError, ValueError):
     or a value holds a NUL character, which no environment variable can hold.
     The message names the variable and both sources.
     """
+
+
+class WaitTimeoutError(DRAMetadataError, TimeoutError):
+    """``wait_for()`` gave up: the condition did not hold within the timeout.
+
+    The message says what was last seen (no file, a file that does not decode,
+    generation 1 without network data ...). ``last_seen`` is the merged metadata
+    at that moment, or ``None``; ``path`` is the request directory.
+    """
+
+    last_seen: MergedDeviceMetadata | None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        last_seen: MergedDeviceMetadata | None = None,
+    ) -> None:
+        super().__init__(message, path=path)
+        self.last_seen = last_seen
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class ErrorType(enum.StrEnum):

@@ -58,7 +58,7 @@ from typing import (
 import msgspec
 
 from ._decode import decode
-from ._errors import DecodeError, DRAMetadataError, MetadataNotFoundError
+from ._errors import DecodeError, DRAMetadataError, MetadataNotFoundError, WaitTimeoutError
 from ._model import DeviceMetadata, MergedDeviceMetadata, NetworkDeviceData
 from ._paths import (
     METADATA_FILE_SUFFIX,
@@ -101,7 +101,6 @@ __all__ = [
     "Change",
     "FileState",
     "MetadataWatcher",
-    "WaitTimeoutError",
     "WatchEvent",
     "WatchEventKind",
     "await_for",
@@ -183,30 +182,6 @@ class WatchEvent(msgspec.Struct, frozen=True, kw_only=True):
     merged: MergedDeviceMetadata | None = None
     message: str = ""
     error: DRAMetadataError | None = None
-
-
-class WaitTimeoutError(DRAMetadataError, TimeoutError):
-    """:func:`wait_for` gave up: the condition did not hold within the timeout.
-
-    The message says what was last seen (no file, a file that does not decode,
-    generation 1 without network data ...). ``last_seen`` is the merged metadata
-    at that moment, or ``None``; ``path`` is the request directory.
-    """
-
-    last_seen: MergedDeviceMetadata | None
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str | None = None,
-        last_seen: MergedDeviceMetadata | None = None,
-    ) -> None:
-        super().__init__(message, path=path)
-        self.last_seen = last_seen
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 # --- conditions for wait_for ---------------------------------------------------------------

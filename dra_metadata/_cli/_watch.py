@@ -167,7 +167,8 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def _wait(args: argparse.Namespace) -> int:
-    from .._watch import WaitTimeoutError, _all_of, has_attribute, has_generation, wait_for
+    from .._errors import WaitTimeoutError
+    from .._watch import _all_of, has_attribute, has_generation, wait_for
 
     conditions: list[Callable[[DeviceMetadata], bool]] = []
     if args.condition == "network":
