@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Final, Literal, NoReturn, TypeAlias, cast
+from typing import TYPE_CHECKING, Final, Literal, NoReturn, TypeAlias, cast
 
 from .._errors import (
     DecodeError,
@@ -31,6 +31,9 @@ from .._errors import (
     InvalidNameError,
     MetadataNotFoundError,
 )
+
+if TYPE_CHECKING:
+    from .._scan import Entry
 
 __all__ = [
     "EPILOG",
@@ -47,6 +50,7 @@ __all__ = [
     "add_selection",
     "exit_code_for",
     "fail",
+    "scan_selection",
     "selected_claim",
     "terminal_width",
     "write_stdout",
@@ -148,6 +152,14 @@ def selected_claim(
     if args.template_claim is not None:
         return "template", str(args.template_claim)
     return None, None
+
+
+def scan_selection(args: argparse.Namespace) -> list[Entry]:
+    """Every metadata file the selection options (``add_selection``) pick, read by layout."""
+    from .._scan import scan
+
+    kind, claim = selected_claim(args)
+    return scan(args.root, kind=kind, claim=claim, request=args.request, driver=args.driver)
 
 
 def fail(message: str) -> None:

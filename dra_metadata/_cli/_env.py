@@ -13,7 +13,7 @@ from ._common import (
     add_selection,
     exit_code_for,
     fail,
-    selected_claim,
+    scan_selection,
     write_stdout,
 )
 
@@ -77,16 +77,8 @@ def register(commands: Commands) -> None:
 
 def _env(args: argparse.Namespace) -> int:
     from .._env import collect, render
-    from .._scan import scan
 
-    kind, claim = selected_claim(args)
-    entries = scan(
-        args.root,
-        kind=kind,
-        claim=claim,
-        request=args.request,
-        driver=args.driver,
-    )
+    entries = scan_selection(args)
     variables, problems = collect(entries, prefix=args.prefix)
     data, refused = render(variables, args.format)
     write_stdout(data)

@@ -12,7 +12,7 @@ from ._common import (
     add_selection,
     exit_code_for,
     fail,
-    selected_claim,
+    scan_selection,
     write_stdout,
 )
 
@@ -61,16 +61,8 @@ def register(commands: Commands) -> None:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from .._scan import scan
 
-    kind, claim = selected_claim(args)
-    entries = scan(
-        args.root,
-        kind=kind,
-        claim=claim,
-        request=args.request,
-        driver=args.driver,
-    )
+    entries = scan_selection(args)
     rows = [row(entry) for entry in entries]
     if args.json:
         import msgspec
