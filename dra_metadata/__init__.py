@@ -71,6 +71,8 @@ from ._read import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from ._lint import RULES as LINT_RULES
+    from ._lint import LintProblem, lint
     from ._watch import (
         MetadataWatcher,
         WatchEvent,
@@ -90,6 +92,7 @@ __all__ = [
     "CONTAINER_DIR",
     "DEFAULT_MAX_SIZE",
     "DEFAULT_VERSIONS",
+    "LINT_RULES",
     "METADATA_FILE_SUFFIX",
     "RESOURCE_CLAIMS_SUBDIR",
     "RESOURCE_CLAIM_TEMPLATES_SUBDIR",
@@ -110,6 +113,7 @@ __all__ = [
     "FieldError",
     "FileTooLargeError",
     "InvalidNameError",
+    "LintProblem",
     "ManagedFieldsEntry",
     "MergedDeviceMetadata",
     "MetadataNotFoundError",
@@ -133,6 +137,7 @@ __all__ = [
     "has_generation",
     "has_network_data",
     "json_schema",
+    "lint",
     "read_file",
     "read_request_dir",
     "read_resource_claim",
@@ -144,35 +149,43 @@ __all__ = [
     "watch",
 ]
 
-#: Public names of :mod:`._watch`, loaded on first use: watching costs nothing until used.
-_WATCH_NAMES = frozenset(
-    {
-        "MetadataWatcher",
-        "WatchEvent",
-        "WatchEventKind",
-        "await_for",
-        "awatch",
-        "has_attribute",
-        "has_generation",
-        "has_network_data",
-        "wait_for",
-        "watch",
-    }
-)
+#: Public names loaded on first use, and where they live: watching and linting cost
+#: nothing until used.
+_LAZY: dict[str, tuple[str, str]] = {
+    **{
+        name: ("_watch", name)
+        for name in (
+            "MetadataWatcher",
+            "WatchEvent",
+            "WatchEventKind",
+            "await_for",
+            "awatch",
+            "has_attribute",
+            "has_generation",
+            "has_network_data",
+            "wait_for",
+            "watch",
+        )
+    },
+    "LINT_RULES": ("_lint", "RULES"),
+    "LintProblem": ("_lint", "LintProblem"),
+    "lint": ("_lint", "lint"),
+}
 
 
 def __getattr__(name: str) -> object:
-    if name in _WATCH_NAMES:
-        from . import _watch
+    if name in _LAZY:
+        import importlib
 
-        value = getattr(_watch, name)
+        module, attribute = _LAZY[name]
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _WATCH_NAMES)
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def validate(md: DeviceMetadata) -> list[FieldError]:
