@@ -384,7 +384,12 @@ class DeviceMetadata(
 
     def wire_body(self) -> dict[str, Any]:
         """:meth:`to_dict`, but with each ``fieldsV1`` left as its raw JSON text."""
-        raw: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
+        try:
+            raw: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
+        except UnicodeEncodeError:
+            # A string with lone surrogates (a name read from a non-UTF-8 file
+            # system path): keep it, and let encode() replace it as Go does.
+            raw = _as_lists(msgspec.to_builtins(self))
         for key in self._NOT_WIRE:
             raw.pop(key, None)
         return {"metadata": raw.pop("metadata", {}), **raw}
@@ -446,3 +451,12 @@ class MergedDeviceMetadata(DeviceMetadata, tag="DeviceMetadata"):
             return ()
         first = self.sources[0].claim_uid
         return tuple(source for source in self.sources if source.claim_uid != first)
+
+
+def _as_lists(value: Any) -> Any:
+    """``value`` with every tuple a list, as a JSON round trip would give it."""
+    if isinstance(value, dict):
+        return {key: _as_lists(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [_as_lists(item) for item in value]
+    return value

@@ -356,6 +356,23 @@ class RequestBuilder:
             self._drivers.append(driver)
         return device
 
+    def add_driver(self, driver: str) -> RequestBuilder:
+        """Have ``driver`` serve this request, devices or not: its file may list none; returns self.
+
+        A request's drivers otherwise come from its devices; this gives a file
+        whose device list is empty (as :meth:`remove_device` of the last device
+        leaves it). Devices of ``driver`` may still be added. Adding a driver the
+        request already has changes nothing.
+
+        >>> req = MetadataTree("/nowhere").claim("c").request("r").add_driver("d.example.com")
+        >>> req.drivers, req.metadata().requests[0].devices
+        (('d.example.com',), ())
+        """
+        check_name("driver", driver)
+        if driver not in self._drivers:
+            self._drivers.append(driver)
+        return self
+
     def remove_device(self, device: DeviceBuilder) -> None:
         """Take a device out of the request; its driver's file stays, maybe with no devices."""
         self._devices.remove(device)
@@ -643,7 +660,7 @@ class MetadataTree:
             self,
             name=name,
             namespace=ns,
-            uid=str(uuid.uuid5(_UID_NAMESPACE, f"{ns}/{name}")) if uid is None else uid,
+            uid=_uid(ns, name) if uid is None else uid,
             generation=1 if generation is None else generation,
             pod_claim_name=pod_claim_name,
         )
@@ -908,8 +925,18 @@ def _check_mode(mode: str) -> WriteMode:
     raise ValueError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
 
 
+def _uid(namespace: str, name: str) -> str:
+    """A claim's UID from its namespace and name: ``uuid5``, for file-system names too.
+
+    Names read from a directory may hold undecodable bytes (surrogate escapes);
+    they hash as those bytes, where :func:`uuid.uuid5` would fail to encode them.
+    """
+    data = _UID_NAMESPACE.bytes + f"{namespace}/{name}".encode("utf-8", "surrogateescape")
+    return str(uuid.UUID(bytes=hashlib.sha1(data).digest()[:16], version=5))
+
+
 def _name_suffix(*parts: str) -> str:
-    digest = hashlib.sha256("\x00".join(parts).encode()).digest()
+    digest = hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogateescape")).digest()
     return "".join(_NAME_SUFFIX_ALPHABET[b % len(_NAME_SUFFIX_ALPHABET)] for b in digest[:5])
 
 

@@ -18,6 +18,7 @@ from dra_metadata._cli._get import value_of
 from dra_metadata._cli._ls import row, table
 from dra_metadata._env import collect, render
 from dra_metadata._scan import read_request, scan
+from dra_metadata.testing import MetadataTree
 from tests.conftest import REPO, SAMPLE_ROOT
 
 A = dm.DeviceAttribute
@@ -42,22 +43,6 @@ def errors(done: subprocess.CompletedProcess[bytes]) -> list[str]:
     lines = done.stderr.decode("utf-8", "replace").splitlines()
     assert not any("Traceback" in line for line in lines), lines
     return lines
-
-
-def write(root: Path, relative: str, md: dm.DeviceMetadata) -> Path:
-    """Write ``md`` as the Go writer would, at ``root/relative``."""
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(dm.encode(md))
-    return path
-
-
-def one_request(name: str, *devices: dm.Device) -> dm.DeviceMetadata:
-    """A claim's metadata with one request holding ``devices``."""
-    return dm.DeviceMetadata(
-        metadata=dm.ObjectMeta(name="c", namespace="ns", uid="uid-1", generation=3),
-        requests=(dm.DeviceMetadataRequest(name, devices),),
-    )
 
 
 SAMPLE_TABLE = """\
@@ -128,13 +113,17 @@ def test_ls_narrows_with_the_selection_options() -> None:
     ]
 
 
-def test_ls_marks_files_that_do_not_decode_and_exits_65(tmp_path: Path) -> None:
+def test_ls_marks_files_that_do_not_decode_and_exits_65(dra_metadata_tree: MetadataTree) -> None:
     """A broken file keeps its row with status 'undecodable'; the rest is listed; exit 65."""
-    write(tmp_path, "resourceclaims/c/r/good.example.com-metadata.json", one_request("r"))
-    broken = tmp_path / "resourceclaims/c/r/bad.example.com-metadata.json"
+    tree = dra_metadata_tree
+    good = tree.claim("c", namespace="ns", uid="uid-1", generation=3).request("r")
+    good.add_driver("good.example.com")
+    tree.write()
+    # Hand-damaged bytes and a file outside the layout: the kit writes neither.
+    broken = good.path().parent / "bad.example.com-metadata.json"
     broken.write_bytes(b'{"kind":"DeviceMeta')
-    (tmp_path / "resourceclaims/c/r/notes.txt").write_text("not metadata")
-    done = run("ls", "--root", str(tmp_path))
+    (good.path().parent / "notes.txt").write_text("not metadata")
+    done = run("ls", "--root", str(tree.root))
     assert done.returncode == 65
     assert done.stdout.decode().splitlines() == [
         "KIND   CLAIM  REQUEST  DRIVER            VERSION  GENERATION  DEVICES  STATUS",
@@ -144,7 +133,7 @@ def test_ls_marks_files_that_do_not_decode_and_exits_65(tmp_path: Path) -> None:
     assert errors(done) == [
         f"dra-metadata: {broken}: read metadata object from stream: unexpected EOF"
     ]
-    rows = json.loads(run("ls", "--root", str(tmp_path), "--json").stdout)
+    rows = json.loads(run("ls", "--root", str(tree.root), "--json").stdout)
     assert rows[0]["status"] == "undecodable"
     assert rows[0]["error"].endswith("unexpected EOF")
 
@@ -162,19 +151,22 @@ def test_ls_of_a_missing_root_is_66_and_of_an_empty_root_is_nothing(tmp_path: Pa
     assert json.loads(run("ls", "--root", str(tmp_path), "--json").stdout) == []
 
 
-def test_symlinks_below_the_root_are_never_followed(tmp_path: Path) -> None:
+def test_symlinks_below_the_root_are_never_followed(
+    dra_metadata_tree: MetadataTree, tmp_path: Path
+) -> None:
     """Links to metadata outside the root, as claim, request or file, are reported, not read."""
-    outside = tmp_path / "outside"
-    secret = one_request("r", dm.Device("evil.example.com", "p", "secret-device"))
-    write(outside, "resourceclaims/x/r/evil.example.com-metadata.json", secret)
-    root = tmp_path / "root"
-    write(root, "resourceclaims/real/r/gpu.example.com-metadata.json", one_request("r"))
-    (root / "resourceclaims/claim-link").symlink_to(outside / "resourceclaims/x")
-    (root / "resourceclaims/real/request-link").symlink_to(outside / "resourceclaims/x/r")
-    (root / "resourceclaims/real/r/file-link-metadata.json").symlink_to(
-        outside / "resourceclaims/x/r/evil.example.com-metadata.json"
-    )
-    (root / "resourceclaimtemplates").symlink_to(outside / "resourceclaims")
+    outside = MetadataTree(tmp_path / "outside")
+    secret = outside.claim("x").request("r").device("evil.example.com", "p", "secret-device")
+    outside.write()
+    tree = dra_metadata_tree
+    tree.claim("real").request("r").add_driver("gpu.example.com")
+    tree.write()
+    root = tree.root
+    # Symbolic links are what this test is about; the kit never makes them.
+    (root / "resourceclaims/claim-link").symlink_to(secret.path.parent.parent)
+    (root / "resourceclaims/real/request-link").symlink_to(secret.path.parent)
+    (root / "resourceclaims/real/r/file-link-metadata.json").symlink_to(secret.path)
+    (root / "resourceclaimtemplates").symlink_to(outside.root / "resourceclaims")
     done = run("ls", "--root", str(root), "--json")
     assert done.returncode == 66
     rows = json.loads(done.stdout)
@@ -204,17 +196,25 @@ def test_symlinks_below_the_root_are_never_followed(tmp_path: Path) -> None:
     assert b"gpu.example.com" in listed.stdout
 
 
-def test_special_files_and_odd_names_give_rows_not_hangs_or_tracebacks(tmp_path: Path) -> None:
+def test_special_files_and_odd_names_give_rows_not_hangs_or_tracebacks(
+    dra_metadata_tree: MetadataTree,
+) -> None:
     """A FIFO, a too-large file and a name that is not UTF-8 are rows with a status."""
-    request_dir = tmp_path / "resourceclaims" / "c" / "r"
+    # A FIFO, an oversized file and a claim directory whose name is not UTF-8 are what
+    # this test is about; the kit makes none of them, so they are made by hand.
+    root = dra_metadata_tree.root
+    request_dir = root / "resourceclaims" / "c" / "r"
     request_dir.mkdir(parents=True)
     os.mkfifo(request_dir / "fifo.example.com-metadata.json")
     with open(request_dir / "huge.example.com-metadata.json", "wb") as huge:
         huge.truncate(dm.DEFAULT_MAX_SIZE + 1)  # sparse: costs no disk
-    odd = os.fsencode(tmp_path / "resourceclaims") + b"/caf\xe9\nx/r"
+    odd = os.fsencode(root / "resourceclaims") + b"/caf\xe9\nx/r"
     os.makedirs(odd)
-    write(Path(os.fsdecode(odd)), "gpu.example.com-metadata.json", one_request("r"))
-    done = run("ls", "--root", str(tmp_path), timeout=30)
+    # The odd directory holds a good file: the kit's bytes for an empty request.
+    good = dra_metadata_tree.claim("c").request("r").add_driver("gpu.example.com")
+    with open(odd + b"/gpu.example.com-metadata.json", "wb") as out:
+        out.write(good.encode())
+    done = run("ls", "--root", str(root), timeout=30)
     assert done.returncode == 66  # the worst: the FIFO cannot be read (65 < 66)
     lines = done.stdout.decode().splitlines()
     assert lines[1].split()[:4] == ["claim", "c", "r", "fifo.example.com"]
@@ -287,17 +287,22 @@ def test_get_an_attribute_some_device_lacks_is_1_with_the_reason() -> None:
     assert "absent on 2 of 2 devices" in errors(nowhere)[0]
 
 
-def test_get_exit_codes_for_missing_broken_empty_and_unsafe(tmp_path: Path) -> None:
+def test_get_exit_codes_for_missing_broken_empty_and_unsafe(
+    dra_metadata_tree: MetadataTree,
+) -> None:
     """66 not found, 65 undecodable, 1 no devices, 64 unsafe name or bad usage."""
-    write(tmp_path, "resourceclaims/empty/r/d.example.com-metadata.json", one_request("r"))
-    broken = tmp_path / "resourceclaims/broken/r/d.example.com-metadata.json"
+    tree = dra_metadata_tree
+    tree.claim("empty").request("r").add_driver("d.example.com")
+    tree.write()
+    # Hand-damaged bytes: the kit writes only whole, valid streams.
+    broken = tree.root / "resourceclaims/broken/r/d.example.com-metadata.json"
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b"[]")
-    base = ("get", "--root", str(tmp_path))
+    base = ("get", "--root", str(tree.root))
     missing = run(*base, "--claim", "nope", "--request", "r", "uuid")
     assert missing.returncode == 66
     assert errors(missing) == [
-        f"dra-metadata: no metadata files found in {tmp_path}/resourceclaims/nope/r"
+        f"dra-metadata: no metadata files found in {tree.root}/resourceclaims/nope/r"
     ]
     assert run(*base, "--claim", "broken", "--request", "r", "uuid").returncode == 65
     empty = run(*base, "--claim", "empty", "--request", "r", "uuid")
@@ -357,19 +362,23 @@ def test_env_selects_and_prefixes() -> None:
     assert run("env", "--root", str(SAMPLE_ROOT), "--prefix", "1X").returncode == 64
 
 
-def test_env_exit_codes_for_missing_empty_and_broken(tmp_path: Path) -> None:
+def test_env_exit_codes_for_missing_empty_and_broken(
+    dra_metadata_tree: MetadataTree,
+) -> None:
     """Missing root or selection 66; empty root 0 and no output; one broken request 65."""
-    assert run("env", "--root", str(tmp_path / "absent")).returncode == 66
+    tree = dra_metadata_tree
+    assert run("env", "--root", str(tree.root / "absent")).returncode == 66
     assert run("env", "--root", str(SAMPLE_ROOT), "--claim", "nope").returncode == 66
-    (tmp_path / "resourceclaims").mkdir()
-    empty = run("env", "--root", str(tmp_path))
+    (tree.root / "resourceclaims").mkdir(parents=True)
+    empty = run("env", "--root", str(tree.root))
     assert (empty.returncode, empty.stdout, empty.stderr) == (0, b"", b"")
-    device = dm.Device("d.example.com", "p", "dev-0", attributes={"uuid": A(string="u")})
-    write(tmp_path, "resourceclaims/a/r/d.example.com-metadata.json", one_request("r", device))
-    write(tmp_path, "resourceclaims/b/r/d.example.com-metadata.json", one_request("r", device))
-    broken = tmp_path / "resourceclaims/b/r/e.example.com-metadata.json"
+    for claim in ("a", "b"):
+        tree.claim(claim).request("r").device("d.example.com", "p", "dev-0", uuid="u")
+    tree.write()
+    # Hand-damaged bytes: the kit writes only whole, valid streams.
+    broken = tree.root / "resourceclaims/b/r/e.example.com-metadata.json"
     broken.write_bytes(b"{}")
-    done = run("env", "--root", str(tmp_path))
+    done = run("env", "--root", str(tree.root))
     assert done.returncode == 65
     printed = done.stdout.decode()
     assert "export DRA_A_R_0_UUID=u\n" in printed
@@ -379,16 +388,13 @@ def test_env_exit_codes_for_missing_empty_and_broken(tmp_path: Path) -> None:
     ]
 
 
-def test_env_collisions_are_65_and_name_both_sources(tmp_path: Path) -> None:
+def test_env_collisions_are_65_and_name_both_sources(dra_metadata_tree: MetadataTree) -> None:
     """Claims a-b and a_b: exit 65, one line naming both, the other requests printed."""
-    device = dm.Device("d.example.com", "p", "dev-0")
+    tree = dra_metadata_tree
     for claim in ("a-b", "a_b", "c"):
-        write(
-            tmp_path,
-            f"resourceclaims/{claim}/r/d.example.com-metadata.json",
-            one_request("r", device),
-        )
-    done = run("env", "--root", str(tmp_path))
+        tree.claim(claim).request("r").device("d.example.com", "p", "dev-0")
+    tree.write()
+    done = run("env", "--root", str(tree.root))
     assert done.returncode == 65
     assert errors(done) == [
         "dra-metadata: DRA_A_B_R_COUNT: claim 'a-b' request 'r' and claim 'a_b' request 'r' "
@@ -398,7 +404,9 @@ def test_env_collisions_are_65_and_name_both_sources(tmp_path: Path) -> None:
     assert b"DRA_A_B" not in done.stdout
 
 
-def test_env_of_hostile_files_sources_exactly_in_sh_and_bash(tmp_path: Path) -> None:
+def test_env_of_hostile_files_sources_exactly_in_sh_and_bash(
+    dra_metadata_tree: MetadataTree, tmp_path: Path
+) -> None:
     """Values a driver wrote with quotes, $(), backticks and newlines come back exactly."""
     nasty = [
         "it's",
@@ -412,10 +420,11 @@ def test_env_of_hostile_files_sources_exactly_in_sh_and_bash(tmp_path: Path) -> 
         "-n",
         "a=b; c",
     ]
-    attributes = {f"v{i}": A(string=value) for i, value in enumerate(nasty)}
-    device = dm.Device("d.example.com", "p", "dev-0", attributes=attributes)
-    write(tmp_path, "resourceclaims/c/r/d.example.com-metadata.json", one_request("r", device))
-    done = run("env", "--root", str(tmp_path))
+    tree = dra_metadata_tree
+    attributes = {f"v{i}": value for i, value in enumerate(nasty)}  # each a string attribute
+    tree.claim("c").request("r").device("d.example.com", "p", "dev-0", attributes=attributes)
+    tree.write()
+    done = run("env", "--root", str(tree.root))
     assert done.returncode == 0, done.stderr
     script = tmp_path / "dra.env"
     script.write_bytes(done.stdout)
@@ -438,17 +447,13 @@ def test_env_of_hostile_files_sources_exactly_in_sh_and_bash(tmp_path: Path) -> 
             assert not (tmp_path / "pwned").exists()
 
 
-def test_env_refuses_a_nul_value_but_prints_the_rest(tmp_path: Path) -> None:
+def test_env_refuses_a_nul_value_but_prints_the_rest(dra_metadata_tree: MetadataTree) -> None:
     """A \\u0000 in a file decodes to NUL: that variable is left out with an error, exit 65."""
-    device = dm.Device(
-        "d.example.com",
-        "p",
-        "dev-0",
-        attributes={"bad": A(string="a\x00b"), "good": A(string="fine")},
-    )
-    write(tmp_path, "resourceclaims/c/r/d.example.com-metadata.json", one_request("r", device))
+    tree = dra_metadata_tree
+    tree.claim("c").request("r").device("d.example.com", "p", "dev-0", bad="a\x00b", good="fine")
+    tree.write()
     for fmt in ("shell", "dotenv", "json"):
-        done = run("env", "--root", str(tmp_path), "--format", fmt)
+        done = run("env", "--root", str(tree.root), "--format", fmt)
         assert done.returncode == 65
         assert b"fine" in done.stdout
         assert b"DRA_C_R_0_BAD" not in done.stdout
@@ -458,21 +463,19 @@ def test_env_refuses_a_nul_value_but_prints_the_rest(tmp_path: Path) -> None:
         )
 
 
-def test_env_dotenv_refusals_are_65_with_the_rest_printed(tmp_path: Path) -> None:
+def test_env_dotenv_refusals_are_65_with_the_rest_printed(
+    dra_metadata_tree: MetadataTree,
+) -> None:
     """A value no dotenv form carries (ends with a backslash) is left out; exit 65."""
-    device = dm.Device(
-        "d.example.com",
-        "p",
-        "dev-0",
-        attributes={"path": A(string="C:\\"), "ok": A(string="fine")},
-    )
-    write(tmp_path, "resourceclaims/c/r/d.example.com-metadata.json", one_request("r", device))
-    done = run("env", "--root", str(tmp_path), "--format", "dotenv")
+    tree = dra_metadata_tree
+    tree.claim("c").request("r").device("d.example.com", "p", "dev-0", path="C:\\", ok="fine")
+    tree.write()
+    done = run("env", "--root", str(tree.root), "--format", "dotenv")
     assert done.returncode == 65
     assert b"DRA_C_R_0_OK=fine\n" in done.stdout
     assert b"PATH" not in done.stdout
     assert len(errors(done)) == 2  # the device's and the request's variable
-    assert run("env", "--root", str(tmp_path)).returncode == 0  # shell carries it
+    assert run("env", "--root", str(tree.root)).returncode == 0  # shell carries it
 
 
 def test_a_closed_pipe_ends_quietly() -> None:
@@ -503,6 +506,19 @@ def test_help_documents_the_exit_codes(command: str) -> None:
 # --------------------------------------------------------------------------- #
 # Whatever the bytes on disk: a clear error per file, nothing else
 # --------------------------------------------------------------------------- #
+
+
+def one_request(name: str, device: dm.Device) -> dm.DeviceMetadata:
+    """A claim's metadata with one request holding ``device``.
+
+    Private on purpose: hypothesis makes request and driver names ("", "x/y") and
+    cuts the bytes, none of which the testing kit writes (it refuses such names).
+    """
+    return dm.DeviceMetadata(
+        metadata=dm.ObjectMeta(name="c", namespace="ns", uid="uid-1", generation=3),
+        requests=(dm.DeviceMetadataRequest(name, (device,)),),
+    )
+
 
 STREAM_BYTES = st.one_of(
     st.binary(max_size=200),
@@ -546,6 +562,8 @@ def test_any_bytes_and_names_give_rows_and_errors_never_exceptions(
     tmp_path_factory: pytest.TempPathFactory, files: list[tuple[str, bytes]]
 ) -> None:
     """ls rows, env variables in every format and get values come out, or DRAMetadataErrors."""
+    # Written by hand: hypothesis makes the directory names (not UTF-8, newlines) and the
+    # bytes (cut, junk), which the testing kit cannot express.
     root = tmp_path_factory.mktemp("root")
     for index, (claim, data) in enumerate(files):
         directory = os.fsencode(root / "resourceclaims") + b"/" + os.fsencode(claim) + b"/r"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -70,3 +71,13 @@ def test_bad_version_lists_are_refused(versions: object) -> None:
     """An empty list, a bare string or a malformed apiVersion raises."""
     with pytest.raises((ValueError, TypeError)):
         dm.encode(dm.DeviceMetadata(), versions)  # type: ignore[arg-type]
+
+
+def test_lone_surrogates_are_written_as_go_writes_invalid_utf8() -> None:
+    """A name decoded from non-UTF-8 bytes (surrogate escapes) becomes U+FFFD, not an error."""
+    name = os.fsdecode(b"caf\xe9")
+    md = dm.DeviceMetadata(metadata=dm.ObjectMeta(name=name))
+    data = dm.encode(md, [dm.V1BETA1])
+    assert b'"name": "caf\\ufffd"' in data
+    assert dm.decode(data).metadata.name == "caf\ufffd"
+    assert md.to_dict()["metadata"] == {"name": name}

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import dra_metadata as dm
 from dra_metadata import _env
 from dra_metadata._env import dotenv_line, env_name, render, request_variables, snake_name
+from dra_metadata.testing import MetadataTree
 from tests.conftest import SAMPLE_ROOT
 
 A = dm.DeviceAttribute
@@ -38,13 +39,15 @@ def variables(values: list[str]) -> dict[str, str]:
     return {f"DRA_T_V{index}": value for index, value in enumerate(values)}
 
 
+# In-memory objects for the naming functions below, which take a DeviceMetadata and
+# touch no file. Tests that read files write them with the testing kit (dra_metadata_tree).
 def gpu(name: str, /, **attributes: dm.DeviceAttribute) -> dm.Device:
     """A gpu.example.com device with the given attributes."""
     return dm.Device("gpu.example.com", "pool-a", name, attributes=attributes)
 
 
 def request(*devices: dm.Device, name: str = "gpu") -> dm.DeviceMetadata:
-    """Metadata of one request holding ``devices``."""
+    """Metadata of one request holding ``devices`` (in memory)."""
     return dm.DeviceMetadata(requests=(dm.DeviceMetadataRequest(name, devices),))
 
 
@@ -231,21 +234,17 @@ def test_the_naming_choice_is_made_once_per_request() -> None:
 # --------------------------------------------------------------------------- #
 
 
-def write(root: Path, relative: str, md: dm.DeviceMetadata) -> None:
-    """Write ``md`` as the Go writer would, at ``root/relative``."""
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(dm.encode(md))
-
-
-def test_two_claims_that_map_to_one_prefix_are_an_error_naming_both(tmp_path: Path) -> None:
+def test_two_claims_that_map_to_one_prefix_are_an_error_naming_both(
+    dra_metadata_tree: MetadataTree,
+) -> None:
     """Claims a-b and a_b both want DRA_A_B_R_: neither is written, one error names both."""
-    write(tmp_path, "resourceclaims/a-b/r/d-metadata.json", request(gpu("x"), name="r"))
-    write(tmp_path, "resourceclaims/a_b/r/d-metadata.json", request(gpu("y"), name="r"))
-    write(tmp_path, "resourceclaims/ok/r/d-metadata.json", request(gpu("z"), name="r"))
+    tree = dra_metadata_tree
+    for claim, device in (("a-b", "x"), ("a_b", "y"), ("ok", "z")):
+        tree.claim(claim).request("r").device("gpu.example.com", "pool-a", device)
+    tree.write()
     from dra_metadata._scan import scan
 
-    variables, problems = _env.collect(scan(tmp_path))
+    variables, problems = _env.collect(scan(tree.root))
     assert [str(p) for p in problems] == [
         "DRA_A_B_R_COUNT: claim 'a-b' request 'r' and claim 'a_b' request 'r' map to the "
         "same name (and 6 more names they share)"
@@ -254,19 +253,22 @@ def test_two_claims_that_map_to_one_prefix_are_an_error_naming_both(tmp_path: Pa
     assert not any(name.startswith("DRA_A_B_") for name in variables)
     assert variables["DRA_OK_R_0_NAME"] == "z"
     with pytest.raises(dm.EnvError, match="claim 'a-b' request 'r' and claim 'a_b'"):
-        dm.env_vars(root=tmp_path)
+        dm.env_vars(root=tree.root)
 
 
-def test_a_claim_and_a_template_claim_of_one_name_collide(tmp_path: Path) -> None:
+def test_a_claim_and_a_template_claim_of_one_name_collide(dra_metadata_tree: MetadataTree) -> None:
     """resourceclaims/gpu and resourceclaimtemplates/gpu both map to DRA_GPU_...: an error."""
-    write(tmp_path, "resourceclaims/gpu/gpu/d-metadata.json", request(gpu("x")))
-    write(tmp_path, "resourceclaimtemplates/gpu/gpu/d-metadata.json", request(gpu("y")))
+    tree = dra_metadata_tree
+    tree.claim("gpu").request("gpu").device("gpu.example.com", "pool-a", "x")
+    tree.template_claim("gpu").request("gpu").device("gpu.example.com", "pool-a", "y")
+    tree.write()
+    root = tree.root
     with pytest.raises(
         dm.EnvError, match="claim 'gpu' request 'gpu' and template claim 'gpu' request 'gpu'"
     ):
-        dm.env_vars(root=tmp_path)
-    assert dm.env_vars(root=tmp_path, template_claim="gpu")["DRA_GPU_GPU_0_NAME"] == "y"
-    assert dm.env_vars(root=tmp_path, claim="gpu", prefix="C_")["C_GPU_GPU_0_NAME"] == "x"
+        dm.env_vars(root=root)
+    assert dm.env_vars(root=root, template_claim="gpu")["DRA_GPU_GPU_0_NAME"] == "y"
+    assert dm.env_vars(root=root, claim="gpu", prefix="C_")["C_GPU_GPU_0_NAME"] == "x"
 
 
 def test_two_attribute_keys_of_one_name_are_an_error_naming_both() -> None:

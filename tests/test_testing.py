@@ -374,6 +374,25 @@ def test_remove_one_request_and_remove_device(tmp_path: Path) -> None:
     assert md.metadata.generation == 2
 
 
+def test_add_driver_writes_a_file_with_no_devices(tmp_path: Path) -> None:
+    """add_driver gives a driver's file with an empty device list; devices may follow."""
+    tree = MetadataTree(tmp_path)
+    claim = tree.claim("c", generation=3)
+    request = claim.request("r")
+    assert request.add_driver("d.example.com") is request
+    assert request.add_driver("d.example.com").drivers == ("d.example.com",)
+    (path,) = tree.write()
+    assert path == tmp_path / "resourceclaims/c/r/d.example.com-metadata.json"
+    md = dm.read_file(path)
+    assert md.requests[0].devices == ()
+    assert md.metadata.generation == 3
+    request.device("d.example.com", "p", "dev-0")
+    assert tree.write() == [path]
+    assert [d.name for d in dm.read_file(path).requests[0].devices] == ["dev-0"]
+    with pytest.raises(dm.InvalidNameError):
+        request.add_driver("x/y")
+
+
 def test_testing_module_surface_is_listed_and_documented() -> None:
     """dra_metadata.testing lists every public name it defines in __all__, each documented."""
     import ast
@@ -592,3 +611,18 @@ def test_readme_fixture_example_is_taken_from_the_example_file() -> None:
     assert code in source
     for line in imports.splitlines():
         assert re.search(f"^{re.escape(line)}\\b", source, re.MULTILINE), line
+
+
+def test_a_claim_named_from_non_utf8_bytes_is_written(tmp_path: Path) -> None:
+    """A directory name that is not UTF-8 still gets a claim, a uuid5 UID and a readable file."""
+    name = os.fsdecode(b"caf\xe9")
+    tree = MetadataTree(tmp_path)
+    claim = tree.claim(name)
+    claim.request("r").device("d.example.com", "p", "n", x="y")
+    [path] = tree.write()
+    assert os.fsencode(path).endswith(b"/resourceclaims/caf\xe9/r/d.example.com-metadata.json")
+    md = dm.read_file(path)
+    assert md.metadata.name == "caf\ufffd"
+    assert md.metadata.uid == claim.uid
+    assert uuid.UUID(claim.uid).version == 5
+    assert MetadataTree(tmp_path / "again").claim(name).uid == claim.uid
