@@ -128,6 +128,8 @@ def _decode_fast(data: bytes) -> DeviceMetadata | None:
         )
     except msgspec.DecodeError:  # also ValidationError
         return None
+    except RecursionError:  # msgspec's own depth guard: the exact path gives Go's answer
+        return None
     if type(md) is not DeviceMetadata or md.api_version not in _KNOWN_VERSIONS:
         return None
     meta = md.metadata

@@ -64,6 +64,8 @@ DIR_MASK: Final = (
 
 _EVENT: Final = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 _READ_SIZE: Final = 64 * 1024
+# The longest wait poll() takes, in milliseconds (a C int); longer waits just wake up once.
+_MAX_POLL_MS: Final = 2**31 - 1
 
 
 class InotifyUnavailableError(OSError):
@@ -172,6 +174,10 @@ class Inotify:
             del self._wd_of[path]
         self._libc.rm_watch(self._fd, wd)  # fails harmlessly when the kernel dropped it already
 
+    def watching(self, path: str) -> bool:
+        """Whether ``path`` has a watch the kernel has not dropped."""
+        return path in self._wd_of
+
     def watched(self) -> dict[str, int]:
         """Path -> watch descriptor, for tests and debugging."""
         return dict(self._wd_of)
@@ -217,7 +223,7 @@ class Inotify:
     def wait(self, timeout: float) -> tuple[set[str], bool]:
         """Block until events arrive or ``timeout`` seconds pass; then :meth:`take`."""
         if not self._pending and not self._overflow:
-            self._poll.poll(max(0, math.ceil(timeout * 1000)))
+            self._poll.poll(max(0, math.ceil(min(timeout * 1000, _MAX_POLL_MS))))
         self.drain()
         return self.take()
 

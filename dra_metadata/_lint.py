@@ -535,7 +535,10 @@ def _standard_local(name: str, driver: str) -> str | None:
     standard = _STANDARD.get(local.lower())
     if standard is None or not sep or domain == driver:
         return None
-    if domain == STANDARD_DOMAIN or domain.lower().endswith(_KUBERNETES_DOMAINS):
+    folded = domain.lower()
+    if folded in _KUBERNETES_DOMAINS or folded.endswith(
+        tuple("." + d for d in _KUBERNETES_DOMAINS)
+    ):
         return standard
     return None
 

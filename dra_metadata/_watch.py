@@ -68,7 +68,7 @@ from ._paths import (
     metadata_file_name,
     request_dir,
 )
-from ._read import DEFAULT_MAX_SIZE, merge, metadata_files, read_bytes
+from ._read import DEFAULT_MAX_SIZE, _os_reason, merge, metadata_files, read_fd
 
 if TYPE_CHECKING:
     import logging
@@ -88,6 +88,7 @@ if TYPE_CHECKING:
         def fileno(self) -> int | None: ...
         def add(self, path: str, *, directory: bool) -> int: ...
         def remove(self, path: str) -> None: ...
+        def watching(self, path: str) -> bool: ...
         def drain(self) -> None: ...
         def take(self) -> tuple[set[str], bool]: ...
         def wait(self, timeout: float) -> tuple[set[str], bool]: ...
@@ -492,7 +493,8 @@ class FileState:
                     )
                 )
             return changes
-        delay = min(_RETRY_MAX, _RETRY_FIRST * 2 ** (self._attempts - 1))
+        # The exponent is bounded: 2 ** 1024 does not convert to a float.
+        delay = min(_RETRY_MAX, _RETRY_FIRST * 2 ** min(self._attempts - 1, 32))
         self.retry_at = min(now + delay, deadline)
         return changes
 
@@ -601,6 +603,9 @@ class _WatchfilesNotifier:
     def remove(self, path: str) -> None:
         if self._paths.pop(os.path.abspath(path), None) is not None:
             self._dirty = True
+
+    def watching(self, path: str) -> bool:
+        return os.path.abspath(path) in self._paths
 
     def drain(self) -> None:
         pass
@@ -718,6 +723,30 @@ def _signature(info: os.stat_result) -> tuple[int, ...]:
     )
 
 
+def _read(path: str, max_size: int) -> bytes:
+    """The content of ``path``, opened non-blocking so that a FIFO cannot hang the watch."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise MetadataNotFoundError(
+            f"open metadata file: open {path}: no such file or directory", path=path
+        ) from None
+    except OSError as err:
+        raise DRAMetadataError(
+            f"open metadata file: open {path}: {_os_reason(err)}", path=path
+        ) from None
+    try:
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError as err:
+            raise DRAMetadataError(f"stat {path}: {_os_reason(err)}", path=path) from None
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise DRAMetadataError(f"{path}: not a regular file", path=path)
+        return read_fd(fd, path, max_size=max_size)
+    finally:
+        os.close(fd)
+
+
 def _driver_of(path: str) -> str:
     return os.path.basename(path)[: -len(METADATA_FILE_SUFFIX)]
 
@@ -763,7 +792,12 @@ class _Session:
         """Watch the request directory, or its deepest existing ancestor until it exists."""
         for _attempt in range(64):
             path, identity = _deepest_dir(self.target.absolute)
-            if (path, identity) != (self.dir_path, self.dir_identity):
+            # Also when the kernel dropped the watch (IN_IGNORED) and the path shows
+            # the same (device, inode) again: a recreated directory may reuse the number.
+            if (path, identity) != (
+                self.dir_path,
+                self.dir_identity,
+            ) or not self.notifier.watching(path):
                 if self.dir_path is not None and self.dir_path != path:
                     self.notifier.remove(self.dir_path)
                 problem = self.notifier.add(path, directory=True)
@@ -813,9 +847,10 @@ class _Session:
                 DRAMetadataError(f"stat {path}: {err.strerror}", path=path), now=now
             )
         identity = (info.st_dev, info.st_ino)
-        if identity != tracked.identity:
+        if identity != tracked.identity or not self.notifier.watching(path):
             # New, or the path shows another inode now (a mount appeared over it, or it
-            # was replaced): point the watch at what the path shows.
+            # was replaced), or the kernel dropped the watch (IN_IGNORED: deleted, and
+            # maybe recreated under the same inode number): point the watch at the path.
             problem = self.notifier.add(path, directory=False)
             tracked.identity = identity if not problem else None
             if problem and problem not in (errno.ENOENT, errno.ENOTDIR):
@@ -824,7 +859,7 @@ class _Session:
             return []
         read_at = time.time()
         try:
-            data = read_bytes(path, max_size=self.options.max_size)
+            data = _read(path, self.options.max_size)
         except MetadataNotFoundError:
             return self._gone(path, now)
         except DRAMetadataError as err:
@@ -834,7 +869,7 @@ class _Session:
         else:
             try:
                 md = decode(data)
-            except DecodeError as err:
+            except (DecodeError, RecursionError) as err:  # nesting too deep for the decoder
                 error = DecodeError(f"{path}: {err}", path=path)
                 return state.broken(error, nlink=info.st_nlink, now=now)
             tracked.raw, tracked.raw_md = data, md

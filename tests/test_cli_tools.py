@@ -499,7 +499,7 @@ def test_help_documents_the_exit_codes(command: str) -> None:
     assert done.returncode == 0
     assert (
         b"exit codes: 0 success, 1 condition false or invalid, 64 usage error,\n"
-        b"65 not decodable, 66 not found." in done.stdout
+        b"65 not decodable, 66 not found, 74 output not written." in done.stdout
     )
 
 
@@ -606,3 +606,56 @@ def test_argparse_messages_read_right_without_gettext() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=60
     )
     assert shown.stdout == "b True\n", shown.stderr
+
+
+# --------------------------------------------------------------------------- #
+# Output: names that are not UTF-8, and a stdout that cannot be written
+
+
+@pytest.mark.parametrize("command", ["validate", "lint", "show"])
+def test_non_utf8_paths_print_as_their_bytes_under_a_strict_utf8_stdout(
+    command: str, tmp_path: Path
+) -> None:
+    """A path that is not UTF-8 is printed as its bytes, not a UnicodeEncodeError traceback."""
+    root = os.fsencode(tmp_path) + b"/r\xff"
+    request = root + b"/resourceclaims/train/accel"
+    os.makedirs(request)
+    source = SAMPLE_ROOT / "resourceclaims/train/accel/gpu.example.com-metadata.json"
+    target = request + b"/gpu.example.com-metadata.json"
+    with open(target, "wb") as out:
+        out.write(source.read_bytes())
+    if command == "show":
+        args = ["show", "--root", os.fsdecode(root), "--claim", "train", "--request", "accel"]
+        args += ["--format", "summary"]
+    else:
+        args = [command, os.fsdecode(target)]
+    done = run(*args, env={"PYTHONIOENCODING": "utf-8"})
+    errors(done)
+    assert done.returncode == 0
+    assert target in done.stdout or root in done.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["env", "--root", str(SAMPLE_ROOT)],
+        ["ls", "--root", str(SAMPLE_ROOT)],
+        ["show", "--root", str(SAMPLE_ROOT), "--claim", "nic", "--request", "eth"],
+        ["validate", str(SAMPLE_ROOT / "resourceclaims/nic/eth/sriov.example.com-metadata.json")],
+    ],
+    ids=lambda args: args[0],
+)
+def test_a_stdout_that_cannot_be_written_is_one_error_line_not_a_traceback(
+    args: list[str],
+) -> None:
+    """A full disk on stdout (/dev/full) is one error line and exit 74, never a traceback."""
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "dra_metadata", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            cwd=REPO,
+            check=False,
+        )
+    assert errors(done) == ["dra-metadata: write standard output: no space left on device"]
+    assert done.returncode == 74

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -163,6 +164,28 @@ def test_watch_with_a_timeout_ends_by_itself(dra_metadata_tree: MetadataTree) ->
         ("update", "a.example.com"),
         ("update", "b.example.com"),
     ]
+
+
+def test_watch_prints_a_file_name_that_is_not_utf8(tmp_path: Any) -> None:
+    """A driver file name with non-UTF-8 bytes is printed with its bytes, not a crash."""
+    directory = tmp_path / "resourceclaims" / "c" / "r"
+    directory.mkdir(parents=True)
+    md = dm.DeviceMetadata(metadata=dm.ObjectMeta(name="c", namespace="ns", uid="u", generation=1))
+    with open(os.path.join(os.fsencode(directory), b"\xff-metadata.json"), "wb") as file:
+        file.write(dm.encode(md))
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "dra_metadata", "watch", "--claim=c", "--request=r"),
+            *(f"--root={tmp_path}", "--timeout=0"),
+        ],
+        capture_output=True,
+        cwd=REPO,
+        timeout=WAIT * 2,
+    )
+    assert done.returncode == 0, done.stderr
+    [line] = done.stdout.splitlines()
+    record = json.loads(line.decode("utf-8", "surrogateescape"))
+    assert (record["event"], record["driver"]) == ("update", "\udcff")
 
 
 def test_watch_in_process_prints_the_sample_request() -> None:

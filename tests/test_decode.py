@@ -269,3 +269,11 @@ def test_any_bytes_give_an_object_or_a_decode_error(data: bytes) -> None:
     assert isinstance(md, dm.DeviceMetadata)
     assert isinstance(md.to_dict(), dict)
     assert outcome(data, exact=True) == ("ok", md.api_version, md.to_dict())
+
+
+@pytest.mark.parametrize("depth", [20_000, 200_000])
+def test_nesting_deeper_than_any_decoder_allows_is_a_decode_error(depth: int) -> None:
+    """Objects nested past msgspec's recursion guard give Go's depth error, never RecursionError."""
+    for data in (b'{"a":' * depth, b'{"a":' * depth + b"1" + b"}" * depth):
+        with pytest.raises(dm.DecodeError, match="exceeded max depth"):
+            dm.decode(data)

@@ -515,3 +515,25 @@ def test_readme_lists_every_rule() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| (DRA\d+) \| (.*) \|$", readme, re.MULTILINE)
     assert rows == list(RULES.items())
+
+
+def test_a_standard_attribute_name_under_a_domain_that_merely_ends_in_k8s_io_is_not_flagged(
+    tmp_path: Path,
+) -> None:
+    """DRA103 is for Kubernetes domains (``k8s.io`` and its subdomains), not ``acmek8s.io``."""
+    device = dm.Device(
+        "gpu.example.com",
+        "p",
+        "gpu-0",
+        attributes={"acmek8s.io/numaNode": dm.DeviceAttribute(int=0)},
+    )
+    md = dm.DeviceMetadata(requests=(dm.DeviceMetadataRequest("gpu", (device,)),))
+    assert [p.code for p in lint(dm.encode(md)) if p.code == "DRA103"] == []
+    device = dm.Device(
+        "gpu.example.com",
+        "p",
+        "gpu-0",
+        attributes={"dra.k8s.io/numaNode": dm.DeviceAttribute(int=0)},
+    )
+    md = dm.DeviceMetadata(requests=(dm.DeviceMetadataRequest("gpu", (device,)),))
+    assert [p.code for p in lint(dm.encode(md)) if p.code == "DRA103"] == ["DRA103"]

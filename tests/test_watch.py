@@ -970,3 +970,103 @@ def test_watch_benchmark_quick_run_reports_every_figure() -> None:
         "idle CPU, 100 files (% of one core)",
     }
     assert all(isinstance(target["ok"], bool) for target in report["targets"])
+
+
+# --- review findings ------------------------------------------------------------------------
+
+
+def test_a_bad_spell_longer_than_a_thousand_retries_keeps_backing_off() -> None:
+    """Retries past the 1024th (a file torn for minutes, a long error_timeout) stay 0.1 s apart."""
+    state = FileState("f", error_timeout=float("inf"))
+    now = 0.0
+    for _ in range(1100):
+        assert state.broken(dm.DecodeError("torn"), now=now) == []
+        assert state.retry_at is not None
+        assert 0 < state.retry_at - now <= 0.1 + 1e-9
+        now = state.retry_at
+
+
+def raw_request_dir(root: Path) -> Path:
+    """The directory of claim c, request r under ``root``, created."""
+    directory = root / "resourceclaims" / "c" / "r"
+    directory.mkdir(parents=True)
+    return directory
+
+
+def test_a_fifo_named_like_a_metadata_file_cannot_hang_the_watch(tmp_path: Path) -> None:
+    """A FIFO among the files gives an error event and the watch ends at its timeout."""
+    directory = raw_request_dir(tmp_path)
+    fifo = directory / "fifo.example.com-metadata.json"
+    os.mkfifo(fifo)
+    (directory / "good.example.com-metadata.json").write_bytes(dm.encode(gen(1)))
+    result: list[Any] = []
+
+    def run() -> None:
+        try:
+            result.append(
+                list(dm.watch(claim="c", request="r", root=tmp_path, timeout=0, error_timeout=0))
+            )
+        except BaseException as err:
+            result.append(err)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(WAIT)
+    if thread.is_alive():  # release the read blocked in open(), then fail
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(WAIT)
+        pytest.fail("the watch hung on the FIFO")
+    [events] = result
+    assert [(e.kind.value, e.driver) for e in events] == [
+        ("error", "fifo.example.com"),
+        ("update", "good.example.com"),
+    ]
+    assert "not a regular file" in events[0].message
+
+
+def test_a_file_nested_too_deep_for_the_decoder_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    """Content that exhausts the recursion limit gives an error event, not a RecursionError."""
+    directory = raw_request_dir(tmp_path)
+    (directory / "deep.example.com-metadata.json").write_bytes(b'{"a":' * 20000)
+    events = list(dm.watch(claim="c", request="r", root=tmp_path, timeout=0, error_timeout=0))
+    assert [e.kind.value for e in events] == ["error"]
+    assert isinstance(events[0].error, dm.DecodeError)
+
+
+def test_an_infinite_rescan_interval_waits_for_events_alone(tmp_path: Path) -> None:
+    """rescan_interval=inf (no safety net) waits on notifications instead of overflowing poll."""
+    directory = raw_request_dir(tmp_path)
+    path = directory / "d.example.com-metadata.json"
+    path.write_bytes(dm.encode(gen(1)))
+    events = dm.watch(claim="c", request="r", root=tmp_path, rescan_interval=float("inf"))
+    try:
+        assert next(events).generation == 1
+        path.write_bytes(dm.encode(gen(2)))  # in place: queued before the watch waits
+        assert next(events).generation == 2
+    finally:
+        events.close()
+
+
+def test_a_file_deleted_and_recreated_on_the_same_inode_number_is_watched_again(
+    tmp_path: Path,
+) -> None:
+    """After IN_IGNORED the watch is re-added even when the new file reuses the inode number."""
+    directory = raw_request_dir(tmp_path)
+    path = directory / "d.example.com-metadata.json"
+    path.write_bytes(dm.encode(gen(1)))
+    events = dm.watch(
+        claim="c", request="r", root=tmp_path, rescan_interval=3600, timeout=WAIT, backend="inotify"
+    )
+    try:
+        assert next(events).generation == 1
+        inode = path.stat().st_ino
+        path.unlink()
+        path.write_bytes(dm.encode(gen(2)))
+        if path.stat().st_ino != inode:
+            pytest.skip("this file system did not reuse the inode number")
+        assert next(events).generation == 2
+        path.write_bytes(dm.encode(gen(3)))  # in place: only a watch on the file hears it
+        event = next(events)
+        assert (event.kind, event.generation) == ("update", 3)
+    finally:
+        events.close()

@@ -23,7 +23,17 @@ from collections.abc import Sequence
 from typing import Final
 
 from .._errors import DRAMetadataError
-from ._common import EPILOG, EXIT_OK, EXIT_USAGE, PROG, Parser, exit_code_for, fail
+from ._common import (
+    EPILOG,
+    EXIT_IOERR,
+    EXIT_OK,
+    EXIT_USAGE,
+    PROG,
+    OutputError,
+    Parser,
+    exit_code_for,
+    fail,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -88,4 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_code_for(err)
     except BrokenPipeError:
         return EXIT_OK
+    except OutputError as err:
+        fail(str(err))
+        return EXIT_IOERR
     return code

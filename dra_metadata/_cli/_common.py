@@ -11,6 +11,7 @@ the BSD ``sysexits.h`` values, so scripts can tell the cases apart):
 65    a metadata file does not decode (or is over the size limit), or
       metadata that cannot become environment variables (``env``)
 66    not found: no such file, request directory or claim (or unreadable)
+74    the output could not be written (a full disk behind stdout)
 ====  ==============================================================
 
 Errors are one line on stderr, prefixed ``dra-metadata: ``.
@@ -38,12 +39,14 @@ if TYPE_CHECKING:
 __all__ = [
     "EPILOG",
     "EXIT_FALSE",
+    "EXIT_IOERR",
     "EXIT_NOT_FOUND",
     "EXIT_OK",
     "EXIT_UNDECODABLE",
     "EXIT_USAGE",
     "PROG",
     "Commands",
+    "OutputError",
     "Parser",
     "add_command",
     "add_root",
@@ -54,6 +57,7 @@ __all__ = [
     "selected_claim",
     "terminal_width",
     "write_stdout",
+    "write_text",
 ]
 
 EXIT_OK: Final = 0
@@ -61,12 +65,13 @@ EXIT_FALSE: Final = 1
 EXIT_USAGE: Final = 64
 EXIT_UNDECODABLE: Final = 65
 EXIT_NOT_FOUND: Final = 66
+EXIT_IOERR: Final = 74
 
 PROG: Final = "dra-metadata"
 
 EPILOG: Final = """\
 exit codes: 0 success, 1 condition false or invalid, 64 usage error,
-65 not decodable, 66 not found.
+65 not decodable, 66 not found, 74 output not written.
 The root defaults to $DRA_METADATA_ROOT, else /var/run/kubernetes.io/dra-device-attributes.
 """
 
@@ -167,26 +172,40 @@ def fail(message: str) -> None:
     print(f"{PROG}: {message}", file=sys.stderr)
 
 
+class OutputError(Exception):
+    """Standard output could not be written (other than a closed pipe); one line for stderr."""
+
+
+def write_text(text: str) -> None:
+    """Write ``text`` to stdout as UTF-8, names that are not UTF-8 as their own bytes."""
+    write_stdout(text.encode("utf-8", "surrogateescape"))
+
+
 def write_stdout(data: bytes) -> None:
     """Write ``data`` to stdout as is (UTF-8 whatever the locale), and flush.
 
     A closed pipe (``dra-metadata env | head``) re-raises ``BrokenPipeError``
-    for :func:`main` to handle, after pointing stdout at ``/dev/null`` so that
-    the flush at exit does not complain again.
+    for :func:`main` to handle, any other write error raises :class:`OutputError`,
+    after pointing stdout at ``/dev/null`` so that the flush at exit does not
+    complain again.
     """
     out = getattr(sys.stdout, "buffer", None)
     if out is None:  # stdout replaced by a text stream (contextlib.redirect_stdout)
-        sys.stdout.write(data.decode("utf-8"))
+        sys.stdout.write(data.decode("utf-8", "surrogateescape"))
         return
     try:
         sys.stdout.flush()
         out.write(data)
         out.flush()
-    except BrokenPipeError:
+    except OSError as err:
+        # Whatever is still buffered would fail again at exit: drop it with the stream.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-        raise
+        if isinstance(err, BrokenPipeError):
+            raise
+        reason = os.strerror(err.errno).lower() if err.errno is not None else str(err)
+        raise OutputError(f"write standard output: {reason}") from None
 
 
 def exit_code_for(err: DRAMetadataError) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._errors import DecodeError, DRAMetadataError
-from ._common import EXIT_FALSE, EXIT_OK, Commands, add_command, exit_code_for, fail
+from ._common import EXIT_FALSE, EXIT_OK, Commands, add_command, exit_code_for, fail, write_text
 
 __all__ = ["register"]
 
@@ -47,9 +47,9 @@ def _lint(args: argparse.Namespace) -> int:
             worst = max(worst, exit_code_for(err))
             continue
         for problem in problems:
-            print(f"{path}: {problem}")
+            write_text(f"{path}: {problem}\n")
         if problems:
             worst = max(worst, EXIT_FALSE)
         else:
-            print(f"{path}: no problems")
+            write_text(f"{path}: no problems\n")
     return worst

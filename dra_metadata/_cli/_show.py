@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from .._model import DeviceMetadata, MergedDeviceMetadata
-from ._common import EXIT_OK, Commands, add_command, add_selection, fail
+from ._common import EXIT_OK, Commands, add_command, add_selection, fail, write_text
 
 __all__ = ["register", "summary"]
 
@@ -47,9 +46,9 @@ def _show(args: argparse.Namespace) -> int:
     if args.format == "json":
         import json  # here, not at the top: the other commands start faster without it
 
-        sys.stdout.write(json.dumps(md.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        write_text(json.dumps(md.to_dict(), indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(summary(md))
+        write_text(summary(md))
     return EXIT_OK
 
 

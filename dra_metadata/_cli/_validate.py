@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._errors import DRAMetadataError
-from ._common import EXIT_FALSE, EXIT_OK, Commands, add_command, exit_code_for, fail
+from ._common import EXIT_FALSE, EXIT_OK, Commands, add_command, exit_code_for, fail, write_text
 
 __all__ = ["register"]
 
@@ -37,9 +37,9 @@ def _validate(args: argparse.Namespace) -> int:
             continue
         errors = validate(md)
         for error in errors:
-            print(f"{path}: {error}")
+            write_text(f"{path}: {error}\n")
         if errors:
             worst = max(worst, EXIT_FALSE)
         else:
-            print(f"{path}: valid ({md.api_version})")
+            write_text(f"{path}: valid ({md.api_version})\n")
     return worst

@@ -158,7 +158,8 @@ def _watch(args: argparse.Namespace) -> int:
     )
     try:
         for event in events:
-            write_stdout(event_line(event).encode("utf-8"))
+            # A file name that is not UTF-8 keeps its bytes, as the other commands print it.
+            write_stdout(event_line(event).encode("utf-8", "surrogateescape"))
     except KeyboardInterrupt:
         pass  # interrupting is how a watch without --timeout ends
     finally:
