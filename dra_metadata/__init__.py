@@ -202,7 +202,7 @@ def validate(md: DeviceMetadata) -> list[FieldError]:
     """
     from ._validate import validate_wire
 
-    return validate_wire(md.to_dict())
+    return validate_wire(md.wire_body())  # fieldsV1 stays raw text: it is not validated
 
 
 def json_schema(api_version: str = V1BETA1) -> Mapping[str, object]:

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal
 
 import msgspec
 
+from ._errors import DecodeError
+
 if TYPE_CHECKING:
     import semver
 
@@ -374,12 +376,19 @@ class DeviceMetadata(
         """The wire form: camelCase keys, Go's ``omitempty`` rules, no kind/apiVersion.
 
         For a decoded object this equals what Go's encoder gives for the same
-        object; for a merged read it equals Go's merged object.
+        object; for a merged read it equals Go's merged object. A raw
+        ``fieldsV1`` nested deeper than Python can hold raises :class:`DecodeError`.
         """
         body = self.wire_body()
-        for entry in body["metadata"].get("managedFields", ()):
+        for index, entry in enumerate(body["metadata"].get("managedFields", ())):
             if "fieldsV1" in entry:
-                entry["fieldsV1"] = msgspec.json.decode(entry["fieldsV1"])
+                try:
+                    entry["fieldsV1"] = msgspec.json.decode(entry["fieldsV1"])
+                except RecursionError:  # Go allows 10000 levels, Python objects fewer
+                    raise DecodeError(
+                        f"metadata.managedFields[{index}].fieldsV1 is nested too deeply to "
+                        "become Python objects; encode() still writes it"
+                    ) from None
         return body
 
     def wire_body(self) -> dict[str, Any]:

@@ -135,3 +135,21 @@ def test_unknown_fields_are_not_part_of_the_model() -> None:
     """The model itself rejects unknown fields (the decoder handles Go's leniency)."""
     with pytest.raises(msgspec.ValidationError):
         msgspec.convert({"kind": "DeviceMetadata", "bogus": 1}, dm.DeviceMetadata)
+
+
+def _deep_fields_v1(depth: int) -> bytes:
+    """A v1beta1 object whose one managedFields entry has ``fieldsV1`` nested ``depth`` deep."""
+    fields = b'{"a":' * depth + b"1" + b"}" * depth
+    return (
+        b'{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1beta1",'
+        b'"metadata":{"name":"c","managedFields":[{"manager":"m","fieldsV1":' + fields + b"}]}}"
+    )
+
+
+def test_fields_v1_too_deep_for_python_is_a_decode_error_not_a_recursion_error() -> None:
+    """Go decodes fieldsV1 up to 10000 levels; to_dict() names the field where Python cannot."""
+    md = dm.decode(_deep_fields_v1(5000))
+    with pytest.raises(dm.DecodeError, match=r"managedFields\[0\]\.fieldsV1 is nested too deeply"):
+        md.to_dict()
+    assert [e.field for e in dm.validate(md)] == ["metadata.managedFields[0].operation"]
+    assert dm.decode(dm.encode(md, [dm.V1BETA1])).metadata == md.metadata
