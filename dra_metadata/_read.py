@@ -53,10 +53,14 @@ DEFAULT_MAX_SIZE: Final = 16 * 1024 * 1024
 
 
 def read_bytes(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
-    """The content of one metadata file, refusing files over ``max_size`` bytes."""
+    """The content of one metadata file, refusing files over ``max_size`` bytes.
+
+    The file is opened non-blocking, so a FIFO named like a metadata file is
+    refused (:func:`read_fd`) instead of hanging the reader.
+    """
     name = os.fspath(path)
     try:
-        fd = os.open(name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise MetadataNotFoundError(
             f"open metadata file: open {name}: no such file or directory", path=name
@@ -77,6 +81,8 @@ def read_fd(fd: int, name: str, *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
     """The content of the open metadata file ``fd``, at most ``max_size`` bytes.
 
     ``name`` is the path the messages name. The caller keeps ``fd`` and closes it.
+    Anything but a regular file or a directory (a FIFO, a device, a socket) is
+    refused: it has no content to decode, and reading it could block or never end.
     """
     try:
         info = os.fstat(fd)
@@ -85,6 +91,8 @@ def read_fd(fd: int, name: str, *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
             raise DecodeError(
                 f"{name}: no metadata objects found in stream (it is a directory)", path=name
             )
+        if not stat.S_ISREG(info.st_mode):
+            raise DRAMetadataError(f"{name}: not a regular file", path=name)
         if info.st_size > max_size:
             raise FileTooLargeError(
                 f"{name}: file has {info.st_size} bytes, over the limit of {max_size}", path=name

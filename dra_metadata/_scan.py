@@ -255,9 +255,6 @@ class _Walker:
                 f"open metadata file: open {path}: {_os_reason(err)}", path=path
             ) from None
         try:
-            mode = os.fstat(fd).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise DRAMetadataError(f"{path}: not a regular file", path=path)
             return decode_file(path, read_fd(fd, path, max_size=self.max_size))
         finally:
             os.close(fd)

@@ -68,7 +68,7 @@ from ._paths import (
     metadata_file_name,
     request_dir,
 )
-from ._read import DEFAULT_MAX_SIZE, _os_reason, merge, metadata_files, read_fd
+from ._read import DEFAULT_MAX_SIZE, merge, metadata_files, read_bytes
 
 if TYPE_CHECKING:
     import logging
@@ -723,30 +723,6 @@ def _signature(info: os.stat_result) -> tuple[int, ...]:
     )
 
 
-def _read(path: str, max_size: int) -> bytes:
-    """The content of ``path``, opened non-blocking so that a FIFO cannot hang the watch."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise MetadataNotFoundError(
-            f"open metadata file: open {path}: no such file or directory", path=path
-        ) from None
-    except OSError as err:
-        raise DRAMetadataError(
-            f"open metadata file: open {path}: {_os_reason(err)}", path=path
-        ) from None
-    try:
-        try:
-            mode = os.fstat(fd).st_mode
-        except OSError as err:
-            raise DRAMetadataError(f"stat {path}: {_os_reason(err)}", path=path) from None
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise DRAMetadataError(f"{path}: not a regular file", path=path)
-        return read_fd(fd, path, max_size=max_size)
-    finally:
-        os.close(fd)
-
-
 def _driver_of(path: str) -> str:
     return os.path.basename(path)[: -len(METADATA_FILE_SUFFIX)]
 
@@ -859,7 +835,7 @@ class _Session:
             return []
         read_at = time.time()
         try:
-            data = _read(path, self.options.max_size)
+            data = read_bytes(path, max_size=self.options.max_size)
         except MetadataNotFoundError:
             return self._gone(path, now)
         except DRAMetadataError as err:

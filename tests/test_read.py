@@ -277,3 +277,22 @@ def test_reads_racing_an_in_place_writer_are_whole_or_a_decode_error(tmp_path: P
     assert writer.returncode == 0
     assert dm.read_file(path).metadata.generation == 400
     assert whole > 0, f"no whole object read while the writer ran ({torn} torn reads)"
+
+
+def test_a_fifo_named_like_a_metadata_file_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """read_file() on a FIFO raises at once; it would block until a writer opened it."""
+    fifo = tmp_path / "resourceclaims" / "c" / "r" / "d.example.com-metadata.json"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    code = (
+        "import sys, dra_metadata as dm\n"
+        "try:\n"
+        f"    dm.read_resource_claim('c', 'r', root={str(tmp_path)!r})\n"
+        "except dm.DRAMetadataError as err:\n"
+        "    print(type(err).__name__, err)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"DRAMetadataError {fifo}: not a regular file\n"
