@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final, Literal, NoReturn, TypeAlias, cast
 
 from .._errors import (
@@ -51,6 +52,7 @@ __all__ = [
     "add_command",
     "add_root",
     "add_selection",
+    "check_each",
     "exit_code_for",
     "fail",
     "scan_selection",
@@ -165,6 +167,30 @@ def scan_selection(args: argparse.Namespace) -> list[Entry]:
 
     kind, claim = selected_claim(args)
     return scan(args.root, kind=kind, claim=claim, request=args.request, driver=args.driver)
+
+
+def check_each(paths: Sequence[str], check: Callable[[str], tuple[Sequence[object], str]]) -> int:
+    """Run ``check`` on every file and print ``PATH: finding`` lines; the worst code wins.
+
+    ``check(path)`` returns the findings and the line for a file without any; a
+    :class:`DRAMetadataError` it raises is one stderr line and that error's code.
+    Findings make the exit code :data:`EXIT_FALSE`.
+    """
+    worst = EXIT_OK
+    for path in paths:
+        try:
+            findings, clean = check(path)
+        except DRAMetadataError as err:
+            fail(str(err))
+            worst = max(worst, exit_code_for(err))
+            continue
+        for finding in findings:
+            write_text(f"{path}: {finding}\n")
+        if findings:
+            worst = max(worst, EXIT_FALSE)
+        else:
+            write_text(f"{path}: {clean}\n")
+    return worst
 
 
 def fail(message: str) -> None:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from .._errors import DecodeError, DRAMetadataError
-from ._common import EXIT_FALSE, EXIT_OK, Commands, add_command, exit_code_for, fail, write_text
+from .._errors import DecodeError
+from ._common import Commands, add_command, check_each
+
+if TYPE_CHECKING:
+    from .._lint import LintProblem
 
 __all__ = ["register"]
 
@@ -34,22 +38,11 @@ def _lint(args: argparse.Namespace) -> int:
     from .._lint import lint
     from .._read import read_bytes
 
-    worst = EXIT_OK
-    for path in args.files:
+    def check(path: str) -> tuple[list[LintProblem], str]:
+        data = read_bytes(path)
         try:
-            data = read_bytes(path)
-            try:
-                problems = lint(data, path=path)
-            except DecodeError as err:
-                raise DecodeError(f"{path}: {err}", path=path) from None
-        except DRAMetadataError as err:
-            fail(str(err))
-            worst = max(worst, exit_code_for(err))
-            continue
-        for problem in problems:
-            write_text(f"{path}: {problem}\n")
-        if problems:
-            worst = max(worst, EXIT_FALSE)
-        else:
-            write_text(f"{path}: no problems\n")
-    return worst
+            return lint(data, path=path), "no problems"
+        except DecodeError as err:
+            raise DecodeError(f"{path}: {err}", path=path) from None
+
+    return check_each(args.files, check)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .._errors import DRAMetadataError
-from ._common import EXIT_FALSE, EXIT_OK, Commands, add_command, exit_code_for, fail, write_text
+from .._errors import FieldError
+from ._common import Commands, add_command, check_each
 
 __all__ = ["register"]
 
@@ -27,19 +27,8 @@ def _validate(args: argparse.Namespace) -> int:
     from .. import validate
     from .._read import read_file
 
-    worst = EXIT_OK
-    for path in args.files:
-        try:
-            md = read_file(path)
-        except DRAMetadataError as err:
-            fail(str(err))
-            worst = max(worst, exit_code_for(err))
-            continue
-        errors = validate(md)
-        for error in errors:
-            write_text(f"{path}: {error}\n")
-        if errors:
-            worst = max(worst, EXIT_FALSE)
-        else:
-            write_text(f"{path}: valid ({md.api_version})\n")
-    return worst
+    def check(path: str) -> tuple[list[FieldError], str]:
+        md = read_file(path)
+        return validate(md), f"valid ({md.api_version})"
+
+    return check_each(args.files, check)
