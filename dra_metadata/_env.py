@@ -392,7 +392,7 @@ def env_vars(
     *,
     root: RootArg = None,
     claim: str | None = None,
-    template_claim: str | None = None,
+    pod_claim: str | None = None,
     request: str | None = None,
     driver: str | None = None,
     prefix: str = DEFAULT_PREFIX,
@@ -401,8 +401,9 @@ def env_vars(
     """The environment variables ``dra-metadata env`` prints, in the same order.
 
     Reads every request under ``root`` (default ``$DRA_METADATA_ROOT``, else the
-    container directory), or those of the claim named ``claim``, of the template
-    claim ``template_claim``, of requests named ``request`` or of one ``driver``.
+    container directory), or those of the claim named ``claim``, of the claim
+    made from a template that the pod spec calls ``pod_claim`` (as in
+    :func:`watch`), of requests named ``request`` or of one ``driver``.
     The naming scheme is described in the module :mod:`dra_metadata._env`
     (and the README): ``DRA_<CLAIM>_<REQUEST>_...``. Symbolic links below the
     root are not followed.
@@ -413,7 +414,7 @@ def env_vars(
     map to one name or a value holds a NUL (the CLI prints the rest instead).
 
     >>> import dra_metadata as dm
-    >>> env = dm.env_vars(root="examples/dra-device-attributes", template_claim="gpu")
+    >>> env = dm.env_vars(root="examples/dra-device-attributes", pod_claim="gpu")
     >>> env["DRA_GPU_GPU_COUNT"], env["DRA_GPU_GPU_1_INDEX"]
     ('2', '1')
     >>> env["DRA_GPU_GPU_UUID"].split(",")[0]
@@ -421,14 +422,14 @@ def env_vars(
     """
     from ._scan import scan
 
-    if claim is not None and template_claim is not None:
-        raise ValueError("env_vars(): give claim or template_claim, not both")
+    if claim is not None and pod_claim is not None:
+        raise ValueError("env_vars(): give claim or pod_claim, not both")
     if not isinstance(prefix, str) or not valid_prefix(prefix):
         raise ValueError(f"env_vars(): prefix {prefix!r} cannot start a variable name")
     entries = scan(
         root,
-        kind="claim" if claim is not None else "template" if template_claim is not None else None,
-        claim=claim if claim is not None else template_claim,
+        kind="claim" if claim is not None else "template" if pod_claim is not None else None,
+        claim=claim if claim is not None else pod_claim,
         request=request,
         driver=driver,
         max_size=max_size,

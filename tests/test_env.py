@@ -267,7 +267,7 @@ def test_a_claim_and_a_template_claim_of_one_name_collide(dra_metadata_tree: Met
         dm.EnvError, match="claim 'gpu' request 'gpu' and template claim 'gpu' request 'gpu'"
     ):
         dm.env_vars(root=root)
-    assert dm.env_vars(root=root, template_claim="gpu")["DRA_GPU_GPU_0_NAME"] == "y"
+    assert dm.env_vars(root=root, pod_claim="gpu")["DRA_GPU_GPU_0_NAME"] == "y"
     assert dm.env_vars(root=root, claim="gpu", prefix="C_")["C_GPU_GPU_0_NAME"] == "x"
 
 
@@ -318,7 +318,7 @@ def test_env_vars_reads_the_sample_tree() -> None:
 def test_env_vars_refuses_bad_arguments() -> None:
     """Both claim kinds at once, or a prefix that cannot start a name, are ValueErrors."""
     with pytest.raises(ValueError, match="not both"):
-        dm.env_vars(root=SAMPLE_ROOT, claim="a", template_claim="b")
+        dm.env_vars(root=SAMPLE_ROOT, claim="a", pod_claim="b")
     for prefix in ("", "1X", "A-B", "A B"):
         with pytest.raises(ValueError, match="cannot start a variable name"):
             dm.env_vars(root=SAMPLE_ROOT, prefix=prefix)
