@@ -43,7 +43,12 @@ from ._model import (
     V1BETA1,
     DeviceMetadata,
 )
-from ._paths import METADATA_FILE_SUFFIX, RESOURCE_CLAIM_TEMPLATES_SUBDIR, RESOURCE_CLAIMS_SUBDIR
+from ._paths import (
+    METADATA_FILE_SUFFIX,
+    RESOURCE_CLAIM_TEMPLATES_SUBDIR,
+    RESOURCE_CLAIMS_SUBDIR,
+    driver_of,
+)
 
 __all__ = ["MAX_ATTRIBUTES", "RULES", "LintProblem", "lint"]
 
@@ -554,7 +559,7 @@ def _check_path(path: str, md: DeviceMetadata, problems: _Problems) -> None:
     driver: str | None = None
     request_dir: str | None = None
     if name.endswith(METADATA_FILE_SUFFIX) and len(name) > len(METADATA_FILE_SUFFIX):
-        driver = name[: -len(METADATA_FILE_SUFFIX)]
+        driver = driver_of(name)
         if len(parts) >= 4 and parts[-4] in (
             RESOURCE_CLAIMS_SUBDIR,
             RESOURCE_CLAIM_TEMPLATES_SUBDIR,

@@ -98,6 +98,15 @@ def metadata_file_name(driver: object) -> str:
     return check_name("driver", driver) + METADATA_FILE_SUFFIX
 
 
+def driver_of(file_name: str) -> str:
+    """The driver a metadata file is named after: :func:`metadata_file_name` undone.
+
+    >>> driver_of("/r/resourceclaims/c/gpu/gpu.example.com-metadata.json")
+    'gpu.example.com'
+    """
+    return os.path.basename(file_name).removesuffix(METADATA_FILE_SUFFIX)
+
+
 def resource_claim_file_path(driver: str, claim: str, request: str, *, root: RootArg = None) -> str:
     """Path of ``driver``'s metadata file for ``request`` of the claim named ``claim``.
 

@@ -35,6 +35,7 @@ from ._paths import (
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
     RootArg,
+    driver_of,
     metadata_file_name,
     request_dir,
 )
@@ -192,12 +193,11 @@ def merge(files: list[tuple[str, DeviceMetadata]]) -> MergedDeviceMetadata:
                 order.append(request.name)
                 devices[request.name] = []
             devices[request.name].extend(request.devices)
-        base = os.path.basename(path)
         meta = md.metadata
         sources.append(
             MetadataSource(
                 path=path,
-                driver=base[: -len(METADATA_FILE_SUFFIX)],
+                driver=driver_of(path),
                 api_version=md.api_version,
                 generation=meta.generation,
                 claim_uid=meta.uid,

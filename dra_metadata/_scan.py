@@ -40,6 +40,7 @@ from ._paths import (
     RootArg,
     check_name,
     default_root,
+    driver_of,
     metadata_file_name,
     request_base,
 )
@@ -146,7 +147,7 @@ def _nothing_found(
     if base is not None:
         what.append(f"request {base!r}")
     if file_name is not None:
-        what.append(f"driver {file_name[: -len(METADATA_FILE_SUFFIX)]!r}")
+        what.append(f"driver {driver_of(file_name)!r}")
     return f"no metadata files found for {', '.join(what)} under {top}"
 
 
@@ -230,7 +231,7 @@ class _Walker:
             if not name.endswith(METADATA_FILE_SUFFIX):
                 continue
             file_path = os.path.join(path, name)
-            driver = name[: -len(METADATA_FILE_SUFFIX)]
+            driver = driver_of(name)
             try:
                 md = self._read(fd, name, file_path)
             except DRAMetadataError as err:

@@ -61,10 +61,10 @@ from ._decode import decode
 from ._errors import DecodeError, DRAMetadataError, MetadataNotFoundError, WaitTimeoutError
 from ._model import DeviceMetadata, MergedDeviceMetadata, NetworkDeviceData
 from ._paths import (
-    METADATA_FILE_SUFFIX,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
     RootArg,
+    driver_of,
     metadata_file_name,
     request_dir,
 )
@@ -723,10 +723,6 @@ def _signature(info: os.stat_result) -> tuple[int, ...]:
     )
 
 
-def _driver_of(path: str) -> str:
-    return os.path.basename(path)[: -len(METADATA_FILE_SUFFIX)]
-
-
 def _deepest_dir(path: str) -> tuple[str, tuple[int, int] | None]:
     """The deepest existing directory on the way to ``path`` (absolute), and its identity."""
     current = path
@@ -910,7 +906,7 @@ class _Session:
             WatchEvent(
                 kind=change.kind,
                 path=path,
-                driver=_driver_of(path),
+                driver=driver_of(path),
                 generation=change.generation,
                 claim_uid=change.claim_uid,
                 metadata=change.metadata,
