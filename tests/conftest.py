@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from dra_metadata.testing import DeviceBuilder, MetadataTree
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_ROOT = REPO / "examples" / "dra-device-attributes"
 
@@ -117,3 +119,11 @@ def upstream_fixtures() -> dict[str, bytes]:
 def sample_root() -> Path:
     """The committed sample tree in ``examples/``."""
     return SAMPLE_ROOT
+
+
+def nic_tree(tree: MetadataTree, *drivers: str) -> list[DeviceBuilder]:
+    """Claim nic, request eth, one device per driver (no network data yet); written."""
+    request = tree.claim("nic").request("eth")
+    devices = [request.device(driver, "node-a", f"vf-{i}") for i, driver in enumerate(drivers)]
+    tree.write()
+    return devices

@@ -18,7 +18,7 @@ import dra_metadata as dm
 from dra_metadata._cli import main
 from dra_metadata._cli._watch import parse_duration
 from dra_metadata.testing import MetadataTree, MountedMetadataTree
-from tests.conftest import REPO, SAMPLE_ROOT
+from tests.conftest import REPO, SAMPLE_ROOT, nic_tree
 
 #: Generous bound for waiting on a condition (a loaded CI machine); never a latency claim.
 WAIT = 30.0
@@ -93,14 +93,6 @@ def lines() -> Iterator[Any]:
         command.stop()
 
 
-def nic(tree: MetadataTree, *drivers: str) -> list[Any]:
-    """Claim nic, request eth, one device per driver, no network data; written."""
-    request = tree.claim("nic").request("eth")
-    devices = [request.device(d, "node-a", f"vf-{i}") for i, d in enumerate(drivers)]
-    tree.write()
-    return devices
-
-
 # --- watch ---------------------------------------------------------------------------------
 
 
@@ -109,7 +101,7 @@ def test_watch_prints_one_json_line_per_event_through_a_mount(
 ) -> None:
     """Initial update, an in-place update, a stale rename and a removal, one line each."""
     tree = dra_metadata_mounted_tree
-    [vf] = nic(tree, "sriov.example.com")
+    [vf] = nic_tree(tree, "sriov.example.com")
     watch = lines("watch", "--claim", "nic", "--request", "eth")
     first = watch.next()
     assert list(first) == ["event", "path", "driver", "generation", "metadata"]
@@ -145,7 +137,7 @@ def test_watch_reports_a_file_that_stays_undecodable(
     dra_metadata_tree: MetadataTree, lines: Any
 ) -> None:
     """A torn file that stays torn gives an error line with a message."""
-    [vf] = nic(dra_metadata_tree, "sriov.example.com")
+    [vf] = nic_tree(dra_metadata_tree, "sriov.example.com")
     watch = lines("watch", "--claim", "nic", "--request", "eth")
     assert watch.next()["event"] == "update"
     dra_metadata_tree.tear(vf)
@@ -156,7 +148,7 @@ def test_watch_reports_a_file_that_stays_undecodable(
 
 def test_watch_with_a_timeout_ends_by_itself(dra_metadata_tree: MetadataTree) -> None:
     """--timeout ends the watch with exit code 0 after printing the initial state."""
-    nic(dra_metadata_tree, "a.example.com", "b.example.com")
+    nic_tree(dra_metadata_tree, "a.example.com", "b.example.com")
     done = run("watch", "--claim", "nic", "--request", "eth", "--timeout", "200ms")
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines()]
@@ -228,7 +220,7 @@ def test_wait_exits_0_when_network_data_arrives_later(
 ) -> None:
     """An init container's wait: generation 1 first, network data in generation 2, exit 0."""
     tree = dra_metadata_mounted_tree
-    [vf] = nic(tree, "sriov.example.com")
+    [vf] = nic_tree(tree, "sriov.example.com")
     waiter = subprocess.Popen(
         [sys.executable, "-m", "dra_metadata", "wait", "--claim=nic", "--request=eth", *FOR_NET],
         cwd=REPO,
@@ -275,7 +267,7 @@ def test_wait_times_out_with_exit_1_and_says_what_it_saw_last(
 ) -> None:
     """On timeout: exit 1 and one stderr line naming what was last seen."""
     if setup != "none":
-        [vf] = nic(dra_metadata_tree, "sriov.example.com")
+        [vf] = nic_tree(dra_metadata_tree, "sriov.example.com")
         if setup == "torn":
             dra_metadata_tree.tear(vf)
     done = run("wait", "--claim", "nic", "--request", "eth", *args, "--timeout", "300ms")
@@ -288,7 +280,7 @@ def test_wait_times_out_with_exit_1_and_says_what_it_saw_last(
 
 def test_wait_conditions_combine(dra_metadata_tree: MetadataTree) -> None:
     """--generation, --attribute and --for network together: all must hold."""
-    [vf] = nic(dra_metadata_tree, "sriov.example.com")
+    [vf] = nic_tree(dra_metadata_tree, "sriov.example.com")
     vf.set(model="x710")
     vf.network(interface_name="net1")
     dra_metadata_tree.update()

@@ -21,7 +21,7 @@ import pytest
 import dra_metadata as dm
 from dra_metadata._watch import FileState, _signature, _Tracked
 from dra_metadata.testing import MetadataTree, MountedMetadataTree, MountUnavailableError
-from tests.conftest import REPO, SAMPLE_ROOT
+from tests.conftest import REPO, SAMPLE_ROOT, nic_tree
 
 #: Generous bound for waiting on a condition (a loaded CI machine); never a latency claim.
 WAIT = 30.0
@@ -302,14 +302,6 @@ def watching() -> Iterator[Callable[..., Watching]]:
     yield start
     for watch in started:
         watch.close()
-
-
-def nic_tree(tree: MetadataTree, *drivers: str) -> list[Any]:
-    """Claim nic, request eth, one device per driver (no network data yet); written."""
-    request = tree.claim("nic").request("eth")
-    devices = [request.device(driver, "node-a", f"vf-{i}") for i, driver in enumerate(drivers)]
-    tree.write()
-    return devices
 
 
 def test_files_present_at_start_come_first_with_the_whole_merged_view(
