@@ -11,7 +11,7 @@ reference (``k8s.io/dynamic-resource-allocation/devicemetadata``, v1.37).
 [('gpu-0', 0), ('gpu-1', 1)]
 
 ``import dra_metadata`` is cheap: pydantic (validation, schemas) and watchfiles
-load only when used.
+load only when the names that need them are first used.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ._errors import (
     FileTooLargeError,
     InvalidNameError,
     MetadataNotFoundError,
+    SymlinkError,
     WaitTimeoutError,
 )
 from ._model import (
@@ -69,10 +70,10 @@ from ._read import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from ._lint import RULES as LINT_RULES
     from ._lint import LintProblem, lint
+    from ._schema import json_schema
+    from ._validate import validate
     from ._watch import (
         MetadataWatcher,
         WatchEvent,
@@ -122,6 +123,7 @@ __all__ = [
     "NetworkDeviceData",
     "ObjectMeta",
     "OwnerReference",
+    "SymlinkError",
     "VersionValue",
     "WaitTimeoutError",
     "WatchEvent",
@@ -149,8 +151,9 @@ __all__ = [
     "watch",
 ]
 
-#: Public names loaded on first use, and where they live: watching and linting cost
-#: nothing until used.
+#: Public names loaded on first use, and where they live: watching, linting,
+#: validation and schemas (pydantic) cost nothing until used. This table is the
+#: package's only lazy mechanism.
 _LAZY: dict[str, tuple[str, str]] = {
     **{
         name: ("_watch", name)
@@ -170,6 +173,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "LINT_RULES": ("_lint", "RULES"),
     "LintProblem": ("_lint", "LintProblem"),
     "lint": ("_lint", "lint"),
+    "validate": ("_validate", "validate"),
+    "json_schema": ("_schema", "json_schema"),
 }
 
 
@@ -186,27 +191,3 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
-
-
-def validate(md: DeviceMetadata) -> list[FieldError]:
-    """Check ``md`` against the Go reference's v1.37 validation rules.
-
-    Returns every error (an empty list when valid), never raises for invalid
-    data: validation is separate from decoding and never blocks it. Errors carry
-    Go's paths and texts (``str(err)`` is Go's rendering). Loads pydantic.
-
-    >>> import dra_metadata as dm
-    >>> bad = dm.DeviceMetadata(pod_claim_name="GPU")
-    >>> [(e.field, e.type.value) for e in dm.validate(bad)]
-    [('podClaimName', 'Invalid value')]
-    """
-    from ._validate import validate_wire
-
-    return validate_wire(md.wire_body())  # fieldsV1 stays raw text: it is not validated
-
-
-def json_schema(api_version: str = V1BETA1) -> Mapping[str, object]:
-    """The JSON Schema (draft 2020-12) of one API version's wire form. Loads pydantic."""
-    from ._schema import json_schema as make
-
-    return make(api_version)

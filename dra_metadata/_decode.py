@@ -29,11 +29,12 @@ from typing import Final
 import msgspec
 
 from ._errors import DecodeError
-from ._model import V1ALPHA1, V1BETA1, DeviceMetadata, ObjectMeta
+from ._model import DeviceMetadata, ObjectMeta
+from ._versions import API_VERSIONS
 
 __all__ = ["decode"]
 
-_KNOWN_VERSIONS: Final = frozenset((V1ALPHA1, V1BETA1))
+_KNOWN_VERSIONS: Final = frozenset(API_VERSIONS)
 
 
 class _MissingKind(msgspec.Struct, tag_field="kind", tag="\x00"):

@@ -12,12 +12,13 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
-from ._model import V1ALPHA1, V1BETA1, DeviceMetadata
+from ._model import DeviceMetadata
+from ._versions import API_VERSIONS
 
 __all__ = ["DEFAULT_VERSIONS", "encode"]
 
 #: Versions the Go v1.37 writer is normally configured with, newest first.
-DEFAULT_VERSIONS: Final = (V1BETA1, V1ALPHA1)
+DEFAULT_VERSIONS: Final = API_VERSIONS
 
 _GO_ESCAPES: Final = {
     "<": "\\u003c",

@@ -85,7 +85,13 @@ from typing import TYPE_CHECKING, Final, Literal
 import msgspec
 
 from ._errors import DRAMetadataError, EnvError
-from ._model import DOMAIN_SEPARATOR, AttributeValue, DeviceMetadata, NetworkDeviceData
+from ._model import (
+    DOMAIN_SEPARATOR,
+    NETWORK_FIELDS,
+    AttributeValue,
+    DeviceMetadata,
+    NetworkDeviceData,
+)
 from ._paths import RootArg
 from ._read import DEFAULT_MAX_SIZE
 
@@ -130,16 +136,6 @@ _REQUEST: Final = "REQUEST"
 _NAME: Final = "NAME"
 _DRIVER: Final = "DRIVER"
 _POOL: Final = "POOL"
-#: Network data fields: wire name, variable name.
-_NETWORK: Final = (
-    ("interfaceName", "INTERFACE_NAME"),
-    ("ips", "IPS"),
-    ("hardwareAddress", "HARDWARE_ADDRESS"),
-)
-#: Names an attribute cannot have unqualified.
-_RESERVED: Final = frozenset(
-    {_COUNT, _DEVICES, _DRIVERS, _REQUEST, _NAME, _DRIVER, _POOL} | {v for _, v in _NETWORK}
-)
 
 
 def env_name(text: str) -> str:
@@ -168,6 +164,14 @@ def snake_name(text: str) -> str:
                 out.append("_")
         out.append(ch.upper() if ch in _ALNUM else "_")
     return "".join(out)
+
+
+#: Network data fields: wire name -> variable name (``interfaceName`` -> ``INTERFACE_NAME``).
+_NETWORK_VARIABLES: Final = {wire: snake_name(wire) for wire in NETWORK_FIELDS}
+#: Names an attribute cannot have unqualified.
+_RESERVED: Final = frozenset(
+    {_COUNT, _DEVICES, _DRIVERS, _REQUEST, _NAME, _DRIVER, _POOL, *_NETWORK_VARIABLES.values()}
+)
 
 
 def valid_prefix(prefix: str) -> bool:
@@ -207,12 +211,11 @@ def _network_values(network: NetworkDeviceData | None) -> dict[str, tuple[str, b
     """Network field variable name -> (text, is a list), for the fields that are set."""
     found: dict[str, tuple[str, bool]] = {}
     if network is not None:
-        if network.interface_name:
-            found["INTERFACE_NAME"] = (network.interface_name, False)
-        if network.ips:
-            found["IPS"] = (",".join(network.ips), True)
-        if network.hardware_address:
-            found["HARDWARE_ADDRESS"] = (network.hardware_address, False)
+        for wire, value in network.set_fields():
+            if isinstance(value, tuple):
+                found[_NETWORK_VARIABLES[wire]] = (",".join(value), True)
+            else:
+                found[_NETWORK_VARIABLES[wire]] = (value, False)
     return found
 
 
@@ -258,7 +261,7 @@ def request_variables(prefix: str, source: str, md: DeviceMetadata) -> list[Vari
         per_device.append(values)
     network = [_network_values(device.network_data) for device in devices]
     attribute_vars = sorted(set(var_of.values()))
-    network_vars = [var for _, var in _NETWORK]
+    network_vars = list(_NETWORK_VARIABLES.values())
 
     variables: list[Variable] = []
 

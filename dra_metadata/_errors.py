@@ -8,6 +8,7 @@ Exception tree::
     │                                   no file, or no metadata files in a request directory
     ├── InvalidNameError(ValueError)    a claim, request or driver name that is not a safe path part
     ├── FileTooLargeError(ValueError)   a file over the configured size cap
+    ├── SymlinkError                    a symbolic link in the layout, not followed
     ├── EnvError(ValueError)            metadata that cannot become environment variables
     └── WaitTimeoutError(TimeoutError)  a wait whose condition did not hold in time
 
@@ -18,6 +19,8 @@ differently on them: an init container waits on the first and fails on the secon
 from __future__ import annotations
 
 import enum
+import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -33,8 +36,11 @@ __all__ = [
     "FileTooLargeError",
     "InvalidNameError",
     "MetadataNotFoundError",
+    "SymlinkError",
     "WaitTimeoutError",
+    "go_escape_rune",
     "go_quote",
+    "os_reason",
 ]
 
 
@@ -90,6 +96,10 @@ class InvalidNameError(DRAMetadataError, ValueError):
 
 class FileTooLargeError(DRAMetadataError, ValueError):
     """A metadata file larger than the size cap; it was not read."""
+
+
+class SymlinkError(DRAMetadataError):
+    """A symbolic link where the layout has a directory or a metadata file; not followed."""
 
 
 class EnvError(DRAMetadataError, ValueError):
@@ -153,45 +163,52 @@ VALUE_OMITTED: Final = _Omitted("<value omitted>")
 BadValue = str | int | bool | None
 
 
+_GO_SHORT_ESCAPES: Final = {
+    0x07: "\\a",
+    0x08: "\\b",
+    0x0C: "\\f",
+    0x0A: "\\n",
+    0x0D: "\\r",
+    0x09: "\\t",
+    0x0B: "\\v",
+}
+
+
+def go_escape_rune(code: int, quote: str) -> str:
+    r"""Go's ``strconv`` escaping of the rune ``code`` inside a ``quote``-delimited literal.
+
+    A lone surrogate cannot be in a Go string: Go would hold U+FFFD there.
+
+    >>> print(go_escape_rune(0x0A, '"'), go_escape_rune(0x27, "'"), go_escape_rune(0x85, '"'))
+    \n \' \u0085
+    """
+    char = chr(code)
+    if char == quote or char == "\\":
+        return "\\" + char
+    if char.isprintable():  # the categories of Go's IsPrint: L, M, N, P, S and ' '
+        return char
+    short = _GO_SHORT_ESCAPES.get(code)
+    if short is not None:
+        return short
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    if 0xD800 <= code <= 0xDFFF:
+        return "\ufffd"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
 def go_quote(text: str) -> str:
     r"""Quote ``text`` as Go's ``%q`` verb does (``strconv.Quote``).
 
     >>> print(go_quote('tab\there "quoted" é'))
     "tab\there \"quoted\" é"
     """
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch == '"' or ch == "\\":
-            out.append("\\" + ch)
-        elif ch.isprintable():
-            out.append(ch)
-        elif ch in _GO_SHORT_ESCAPES:
-            out.append(_GO_SHORT_ESCAPES[ch])
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif 0xD800 <= code <= 0xDFFF:
-            # A lone surrogate cannot be in a Go string; Go would have U+FFFD there.
-            out.append("\ufffd")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
+    return '"' + "".join([go_escape_rune(ord(char), '"') for char in text]) + '"'
 
 
-_GO_SHORT_ESCAPES: Final = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-}
-
-
+@dataclass(frozen=True, slots=True)
 class FieldError:
     """One validation error, as the Go reference's ``field.Error`` reports it.
 
@@ -205,21 +222,11 @@ class FieldError:
     'podClaimName: Invalid value: "BAD": must be lower case'
     """
 
-    __slots__ = ("bad_value", "detail", "field", "origin", "type")
-
-    def __init__(
-        self,
-        field: str,
-        type: ErrorType,  # noqa: A002 - the name Go and the issue use
-        bad_value: BadValue = None,
-        detail: str = "",
-        origin: str = "",
-    ) -> None:
-        self.field = field
-        self.type = type
-        self.bad_value = bad_value
-        self.detail = detail
-        self.origin = origin
+    field: str
+    type: ErrorType
+    bad_value: BadValue = None
+    detail: str = ""
+    origin: str = ""
 
     def body(self) -> str:
         """The message without the field path (Go's ``ErrorBody``)."""
@@ -244,22 +251,13 @@ class FieldError:
     def __str__(self) -> str:
         return f"{self.field}: {self.body()}"
 
-    def __repr__(self) -> str:
-        return (
-            f"FieldError(field={self.field!r}, type={self.type!r}, "
-            f"bad_value={self.bad_value!r}, detail={self.detail!r})"
-        )
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FieldError):
-            return NotImplemented
-        return (self.field, self.type, self.bad_value, self.detail, self.origin) == (
-            other.field,
-            other.type,
-            other.bad_value,
-            other.detail,
-            other.origin,
-        )
+def os_reason(err: OSError) -> str:
+    """The reason of an ``OSError`` in Go's words: ``no such file or directory``.
 
-    def __hash__(self) -> int:
-        return hash((self.field, self.type, self.bad_value, self.detail, self.origin))
+    >>> os_reason(FileNotFoundError(2, "No such file or directory"))
+    'no such file or directory'
+    """
+    if err.errno is not None:
+        return os.strerror(err.errno).lower()
+    return str(err)

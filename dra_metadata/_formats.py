@@ -14,9 +14,13 @@ Three formats matter for device metadata:
 
 Each ``check_*`` function returns the problems Go would report for one value, in
 Go's order, as :class:`FormatIssue` records (error type, bad value, detail text);
-an empty list means the value is valid. :func:`format_errors` turns them into
+an empty list means the value is valid; validation turns them into
 :class:`~dra_metadata._errors.FieldError` objects with Go's ``format=...`` origin.
 Lengths in bytes are UTF-8 bytes, as Go's ``len`` counts them.
+
+The API's other limits (attributes per device, IPs per device, byte lengths of
+the network fields) live here too, so that validation and lint read the same
+numbers.
 
 This module uses the standard library only, so a linter can use it without
 loading pydantic.
@@ -30,18 +34,23 @@ loading pydantic.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
 from typing import Final, NamedTuple
 
-from ._errors import VALUE_OMITTED, BadValue, ErrorType, FieldError
+from ._errors import VALUE_OMITTED, BadValue, ErrorType
 
 __all__ = [
     "DNS1123_LABEL_MAX_BYTES",
     "DNS1123_LABEL_PATTERN",
     "DNS1123_SUBDOMAIN_CASELESS_PATTERN",
     "DNS1123_SUBDOMAIN_MAX_BYTES",
-    "FORMAT_CHECKS",
     "LONG_NAME_CASELESS",
+    "MANAGED_FIELDS_OPERATIONS",
+    "MAX_ATTRIBUTES",
+    "MAX_DRIVER_CHARACTERS",
+    "MAX_HARDWARE_ADDRESS_BYTES",
+    "MAX_INTERFACE_NAME_BYTES",
+    "MAX_IPS",
+    "MAX_STRINGS_ELEMENT_BYTES",
     "RESOURCE_POOL_NAME",
     "RESOURCE_POOL_NAME_MAX_BYTES",
     "RESOURCE_POOL_NAME_PATTERN",
@@ -53,12 +62,27 @@ __all__ = [
     "dns1123_label_messages",
     "dns1123_subdomain_messages",
     "exceeds_bytes",
-    "format_errors",
     "is_long_name_caseless",
     "is_resource_pool_name",
     "is_short_name",
     "utf8_len",
 ]
+
+# Limits from the Go types' validation tags.
+#: Attributes per device (``maxProperties``).
+MAX_ATTRIBUTES: Final = 32
+#: Characters of a device's driver name.
+MAX_DRIVER_CHARACTERS: Final = 63
+#: UTF-8 bytes of each element of a ``strings`` attribute.
+MAX_STRINGS_ELEMENT_BYTES: Final = 64
+#: UTF-8 bytes of ``networkData.interfaceName``.
+MAX_INTERFACE_NAME_BYTES: Final = 256
+#: UTF-8 bytes of ``networkData.hardwareAddress``.
+MAX_HARDWARE_ADDRESS_BYTES: Final = 128
+#: Entries of ``networkData.ips``.
+MAX_IPS: Final = 16
+#: The values of ``managedFields[].operation``.
+MANAGED_FIELDS_OPERATIONS: Final = ("Apply", "Update")
 
 #: Format names, as they appear after ``format=`` in an error's origin.
 SHORT_NAME: Final = "k8s-short-name"
@@ -287,26 +311,3 @@ def check_resource_pool_name(value: str) -> list[FormatIssue]:
             for msg in dns1123_subdomain_messages(segment)
         )
     return issues
-
-
-#: Every format this module knows, by the name Go's ``+k8s:format`` tag uses.
-FORMAT_CHECKS: Final[Mapping[str, Callable[[str], list[FormatIssue]]]] = {
-    SHORT_NAME: check_short_name,
-    LONG_NAME_CASELESS: check_long_name_caseless,
-    RESOURCE_POOL_NAME: check_resource_pool_name,
-}
-
-
-def format_errors(field: str, format_name: str, value: str) -> list[FieldError]:
-    """Check ``value`` against ``format_name`` and report errors at ``field``.
-
-    The errors carry Go's origin ``format=<format_name>``.
-
-    >>> [str(e) for e in format_errors("pool", RESOURCE_POOL_NAME, "a//b")]
-    ['pool: Invalid value: "a//b": segment 1: must not be empty']
-    """
-    origin = f"format={format_name}"
-    return [
-        FieldError(field, issue.type, issue.bad_value, issue.detail, origin)
-        for issue in FORMAT_CHECKS[format_name](value)
-    ]

@@ -41,15 +41,26 @@ from __future__ import annotations
 
 import codecs
 import re
+import typing
 from typing import Final, NoReturn, TypeAlias, cast
+
+import msgspec
+import msgspec.structs
+
+from ._errors import go_escape_rune, go_quote
+from ._model import DeviceMetadata
+from ._versions import API_VERSIONS, GROUP, version_of
 
 __all__ = [
     "KNOWN_VERSIONS",
     "GoDecodeError",
+    "Node",
     "RawJSON",
     "decode_entry",
+    "decode_node",
     "decode_stream",
     "next_value_start",
+    "read_value",
     "read_value_end",
 ]
 
@@ -64,8 +75,9 @@ class RawJSON(str):
     __slots__ = ()
 
 
-_GROUP: Final = "metadata.resource.k8s.io"
-KNOWN_VERSIONS: Final = (f"{_GROUP}/v1alpha1", f"{_GROUP}/v1beta1")
+_GROUP: Final = GROUP
+#: The apiVersions decoded into a DeviceMetadata (the rest are skipped or fatal).
+KNOWN_VERSIONS: Final = API_VERSIONS
 
 # ---------------------------------------------------------------------------
 # Go text helpers
@@ -87,34 +99,6 @@ codecs.register_error(_GO_REPLACE, _go_replace)
 def _go_utf8(raw: bytes) -> str:
     """Decode bytes as Go converts them to runes: each invalid byte becomes U+FFFD."""
     return raw.decode("utf-8", _GO_REPLACE)
-
-
-_SHORT_ESCAPES: Final = {
-    0x07: "\\a",
-    0x08: "\\b",
-    0x0C: "\\f",
-    0x0A: "\\n",
-    0x0D: "\\r",
-    0x09: "\\t",
-    0x0B: "\\v",
-}
-
-
-def _escaped_rune(code: int, quote: str) -> str:
-    """Go's ``strconv`` escaping of one valid rune inside a ``quote``-delimited literal."""
-    char = chr(code)
-    if char == quote or char == "\\":
-        return "\\" + char
-    if char.isprintable():  # same categories as Go's IsPrint: L, M, N, P, S and ' '
-        return char
-    short = _SHORT_ESCAPES.get(code)
-    if short is not None:
-        return short
-    if code < 0x20 or code == 0x7F:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
 
 
 def _decode_rune(data: bytes, pos: int) -> tuple[int, int]:
@@ -144,7 +128,7 @@ def _quote_rune(data: bytes, pos: int) -> str:
     code, _size = _decode_rune(data, pos)
     if code < 0:
         return f"'\\x{data[pos]:x}'"
-    return "'" + _escaped_rune(code, "'") + "'"
+    return "'" + go_escape_rune(code, "'") + "'"
 
 
 def _strconv_quote(raw: bytes) -> str:
@@ -156,15 +140,10 @@ def _strconv_quote(raw: bytes) -> str:
         if code < 0:
             out.append(f"\\x{raw[pos]:02x}")
         else:
-            out.append(_escaped_rune(code, '"'))
+            out.append(go_escape_rune(code, '"'))
         pos += size
     out.append('"')
     return "".join(out)
-
-
-def _go_quote_str(text: str) -> str:
-    """Go's ``%q`` of a (valid UTF-8) string."""
-    return '"' + "".join(_escaped_rune(ord(char), '"') for char in text) + '"'
 
 
 # ---------------------------------------------------------------------------
@@ -205,7 +184,7 @@ def _bad_char(data: bytes, pos: int, where: str) -> GoDecodeError:
     return _syntax(f"invalid character {_quote_rune(data, pos)} {where}")
 
 
-class _Node:
+class Node:
     """One parsed JSON value: its kind, its byte span and its content.
 
     ``kind`` is ``{`` ``[`` ``"`` ``0`` (number) ``t`` ``f`` or ``n``; ``text`` is
@@ -219,8 +198,8 @@ class _Node:
     start: int
     end: int
     text: str
-    members: list[tuple[str, _Node]]
-    items: list[_Node]
+    members: list[tuple[str, Node]]
+    items: list[Node]
 
     def __init__(self, kind: str, start: int, end: int, text: str) -> None:
         self.kind = kind
@@ -231,8 +210,8 @@ class _Node:
         self.items = _NO_ITEMS
 
 
-_NO_MEMBERS: list[tuple[str, _Node]] = []  # shared by scalars; never appended to
-_NO_ITEMS: list[_Node] = []
+_NO_MEMBERS: list[tuple[str, Node]] = []  # shared by scalars; never appended to
+_NO_ITEMS: list[Node] = []
 
 
 def _escape_error(raw: bytes) -> GoDecodeError:
@@ -404,25 +383,25 @@ def _member_name(data: bytes, pos: int, size: int) -> tuple[str, int]:
     return _scan_key(data, pos, size)
 
 
-def _parse_value(data: bytes, pos: int) -> tuple[_Node, int]:
+def _parse_value(data: bytes, pos: int) -> tuple[Node, int]:
     """Read one complete value at ``pos`` (no leading whitespace) as Go's Decoder does.
 
     Returns the parsed node and the index just past it. Raises the Go read error
     for the first problem met, scanning left to right like Go.
     """
     size = len(data)
-    stack: list[_Node] = []
+    stack: list[Node] = []
     keys: list[str] = []
     while True:
         if pos >= size:
             raise _syntax(_EOF)
         byte = data[pos]
-        node: _Node
+        node: Node
         if byte == 0x7B or byte == 0x5B:
             if len(stack) == _MAX_DEPTH:
                 raise _syntax("exceeded max depth")
             is_object = byte == 0x7B
-            node = _Node("{" if is_object else "[", pos, -1, "")
+            node = Node("{" if is_object else "[", pos, -1, "")
             cursor = pos + 1
             if cursor < size and data[cursor] in _WS:
                 cursor = _end_of(_ws_end(data, cursor))
@@ -448,26 +427,26 @@ def _parse_value(data: bytes, pos: int) -> tuple[_Node, int]:
             if fast is not None:
                 end = fast.end()
                 if byte == 0x22:
-                    node = _Node('"', pos, end, fast.group(1).decode("ascii"))
+                    node = Node('"', pos, end, fast.group(1).decode("ascii"))
                 elif byte in _LITERAL_KINDS:
-                    node = _Node(_LITERAL_KINDS[byte], pos, end, "")
+                    node = Node(_LITERAL_KINDS[byte], pos, end, "")
                 else:
-                    node = _Node("0", pos, end, data[pos:end].decode("ascii"))
+                    node = Node("0", pos, end, data[pos:end].decode("ascii"))
             elif byte == 0x22:
                 text, end = _scan_string(data, pos, size)
-                node = _Node('"', pos, end, text)
+                node = Node('"', pos, end, text)
             elif byte == 0x2D or 0x30 <= byte <= 0x39:
                 end = _scan_number(data, pos, size)
-                node = _Node("0", pos, end, data[pos:end].decode("ascii"))
+                node = Node("0", pos, end, data[pos:end].decode("ascii"))
             elif byte == 0x74:
                 end = _scan_literal(data, pos, size, b"true")
-                node = _Node("t", pos, end, "")
+                node = Node("t", pos, end, "")
             elif byte == 0x66:
                 end = _scan_literal(data, pos, size, b"false")
-                node = _Node("f", pos, end, "")
+                node = Node("f", pos, end, "")
             elif byte == 0x6E:
                 end = _scan_literal(data, pos, size, b"null")
-                node = _Node("n", pos, end, "")
+                node = Node("n", pos, end, "")
             else:
                 raise _bad_char(data, pos, "looking for beginning of value")
         pos = end
@@ -515,7 +494,7 @@ def next_value_start(data: bytes, pos: int) -> int | None:
     return pos
 
 
-def _read_value(data: bytes, start: int) -> tuple[_Node, int]:
+def read_value(data: bytes, start: int) -> tuple[Node, int]:
     """Go's ``Decoder.Decode(&raw)`` at ``start``: skips whitespace, rejects a leading delimiter."""
     size = len(data)
     if start < size and data[start] in _WS:
@@ -531,7 +510,7 @@ def read_value_end(data: bytes, start: int) -> int:
     """Index just past the complete JSON value starting at `start` (Go's Decoder reading one
     raw value). Raises GoDecodeError('read metadata object from stream: <go scanner message>')
     on a syntax error."""
-    return _read_value(data, start)[1]
+    return read_value(data, start)[1]
 
 
 # ---------------------------------------------------------------------------
@@ -570,7 +549,7 @@ def _type_meta_field(key: str) -> str | None:
     return None
 
 
-def _interpret(root: _Node) -> tuple[str, str]:
+def _interpret(root: Node) -> tuple[str, str]:
     """The apiVersion and kind strings Go finds in an object; raises on a non-string value."""
     found = {"apiVersion": "", "kind": ""}
     first_error: str | None = None
@@ -626,7 +605,9 @@ _UNVERSIONED_KINDS: Final = frozenset(
     {"Status", "APIVersions", "APIGroupList", "APIGroup", "APIResourceList"}
 )
 # Scheme.IsVersionRegistered: __internal is never an "observed" version.
-_OBSERVED_VERSIONS: Final = frozenset({(_GROUP, "v1alpha1"), (_GROUP, "v1beta1"), ("", "v1")})
+_OBSERVED_VERSIONS: Final = frozenset(
+    {(_GROUP, version_of(api_version)) for api_version in API_VERSIONS} | {("", "v1")}
+)
 
 
 def _conversion_error(group: str, version: str, kind: str, go_type: str) -> GoDecodeError:
@@ -644,9 +625,13 @@ def _conversion_error(group: str, version: str, kind: str, go_type: str) -> GoDe
 
 
 class _Type:
-    """A Go type as the decoder needs it: its shape, its ``reflect`` name, its fields."""
+    """A Go type as the decoder needs it: its shape, its ``reflect`` name, its fields.
 
-    __slots__ = ("elem", "fields", "go", "name", "tag")
+    A struct also knows which of its fields Go writes even when empty (those
+    without ``omitempty``) and which it never writes back (the ``TypeMeta`` fields).
+    """
+
+    __slots__ = ("always", "elem", "fields", "go", "hidden", "name", "tag")
 
     def __init__(
         self,
@@ -655,12 +640,16 @@ class _Type:
         elem: _Type | None = None,
         name: str = "",
         fields: dict[str, _Type] | None = None,
+        always: frozenset[str] = frozenset(),
+        hidden: frozenset[str] = frozenset(),
     ) -> None:
         self.tag = tag  # str int bool ptr slice map struct time raw
         self.go = go  # reflect.Type.String(), as error messages print it
         self.elem = elem
         self.name = name  # reflect.Type.Name() of a struct
         self.fields = fields or {}
+        self.always = always
+        self.hidden = hidden
 
 
 def _ptr(elem: _Type) -> _Type:
@@ -671,110 +660,85 @@ def _slice_of(elem: _Type) -> _Type:
     return _Type("slice", "[]" + elem.go, elem)
 
 
-def _struct(go: str, fields: dict[str, _Type]) -> _Type:
-    return _Type("struct", go, name=go.rpartition(".")[2], fields=fields)
-
-
 _STRING = _Type("str", "string")
 _INT64 = _Type("int", "int64")
 _BOOL = _Type("bool", "bool")
 _TIME = _Type("time", "v1.Time")
-_FIELDS_V1 = _Type("raw", "v1.FieldsV1")
-_STRING_MAP = _Type("map", "map[string]string", _STRING)
+_UID = _Type("str", "types.UID")
 
-_OWNER_REFERENCE = _struct(
-    "v1.OwnerReference",
-    {
-        "apiVersion": _STRING,
-        "kind": _STRING,
-        "name": _STRING,
-        "uid": _Type("str", "types.UID"),
-        "controller": _ptr(_BOOL),
-        "blockOwnerDeletion": _ptr(_BOOL),
-    },
-)
-_MANAGED_FIELDS_ENTRY = _struct(
-    "v1.ManagedFieldsEntry",
-    {
-        "manager": _STRING,
-        "operation": _Type("str", "v1.ManagedFieldsOperationType"),
-        "apiVersion": _STRING,
-        "time": _ptr(_TIME),
-        "fieldsType": _STRING,
-        "fieldsV1": _ptr(_FIELDS_V1),
-        "subresource": _STRING,
-    },
-)
-_OBJECT_META = _struct(
-    "v1.ObjectMeta",
-    {
-        "name": _STRING,
-        "generateName": _STRING,
-        "namespace": _STRING,
-        "selfLink": _STRING,
-        "uid": _Type("str", "types.UID"),
-        "resourceVersion": _STRING,
-        "generation": _INT64,
-        "creationTimestamp": _TIME,
-        "deletionTimestamp": _ptr(_TIME),
-        "deletionGracePeriodSeconds": _ptr(_INT64),
-        "labels": _STRING_MAP,
-        "annotations": _STRING_MAP,
-        "ownerReferences": _slice_of(_OWNER_REFERENCE),
-        "finalizers": _slice_of(_STRING),
-        "managedFields": _slice_of(_MANAGED_FIELDS_ENTRY),
-    },
-)
-_DEVICE_ATTRIBUTE = _struct(
-    "v1.DeviceAttribute",
-    {
-        "int": _ptr(_INT64),
-        "bool": _ptr(_BOOL),
-        "string": _ptr(_STRING),
-        "version": _ptr(_STRING),
-        "ints": _slice_of(_INT64),
-        "bools": _slice_of(_BOOL),
-        "strings": _slice_of(_STRING),
-        "versions": _slice_of(_STRING),
-    },
-)
-_NETWORK_DEVICE_DATA = _struct(
-    "v1.NetworkDeviceData",
-    {"interfaceName": _STRING, "ips": _slice_of(_STRING), "hardwareAddress": _STRING},
+# The Go types are derived from the model classes (field names, order, pointers,
+# omitempty); only what Python's types cannot say is written here.
+#: Fields whose Go type is not the one their Python type maps to, by (class, wire name).
+_GO_FIELD_TYPES: Final[dict[tuple[str, str], _Type]] = {
+    ("ObjectMeta", "uid"): _UID,
+    ("OwnerReference", "uid"): _UID,
+    ("ObjectMeta", "creationTimestamp"): _TIME,
+    ("ObjectMeta", "deletionTimestamp"): _ptr(_TIME),
+    ("ManagedFieldsEntry", "operation"): _Type("str", "v1.ManagedFieldsOperationType"),
+    ("ManagedFieldsEntry", "time"): _ptr(_TIME),
+    ("ManagedFieldsEntry", "fieldsV1"): _ptr(_Type("raw", "v1.FieldsV1")),
+}
+#: Map fields whose Go key type is a named string type.
+_GO_MAP_KEYS: Final = {("Device", "attributes"): "v1.QualifiedName"}
+#: Classes that Go defines once for every version (the rest are per-version types).
+_UNVERSIONED: Final = frozenset(
+    {"ObjectMeta", "OwnerReference", "ManagedFieldsEntry", "DeviceAttribute", "NetworkDeviceData"}
 )
 
 
-def _device_metadata_type(package: str) -> _Type:
-    device = _struct(
-        f"{package}.Device",
-        {
-            "driver": _STRING,
-            "pool": _STRING,
-            "name": _STRING,
-            "attributes": _Type(
-                "map", "map[v1.QualifiedName]v1.DeviceAttribute", _DEVICE_ATTRIBUTE
-            ),
-            "networkData": _ptr(_NETWORK_DEVICE_DATA),
-        },
-    )
-    request = _struct(
-        f"{package}.DeviceMetadataRequest", {"name": _STRING, "devices": _slice_of(device)}
-    )
-    return _struct(
-        f"{package}.DeviceMetadata",
-        {
-            # metav1.TypeMeta is embedded without a JSON name: its fields are promoted.
-            "kind": _STRING,
-            "apiVersion": _STRING,
-            "metadata": _OBJECT_META,
-            "podClaimName": _ptr(_STRING),
-            "requests": _slice_of(request),
-        },
+def _go_type(annotation: object, owner: str, wire: str, package: str) -> _Type:
+    """The Go type of a model field's Python ``annotation``."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    args = typing.get_args(annotation)
+    if type(None) in args:  # X | None: a Go pointer
+        (inner,) = (arg for arg in args if arg is not type(None))
+        return _ptr(_go_type(inner, owner, wire, package))
+    origin = typing.get_origin(annotation)
+    if origin is tuple:
+        return _slice_of(_go_type(args[0], owner, wire, package))
+    if origin is dict:
+        elem = _go_type(args[1], owner, wire, package)
+        key = _GO_MAP_KEYS.get((owner, wire), "string")
+        return _Type("map", f"map[{key}]{elem.go}", elem)
+    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
+        return _struct_type(annotation, package)
+    scalars: dict[object, _Type] = {str: _STRING, int: _INT64, bool: _BOOL}
+    return scalars[annotation]
+
+
+#: metav1.TypeMeta's fields, promoted into DeviceMetadata; Go never writes them back.
+_TYPE_META: Final = frozenset({"kind", "apiVersion"})
+
+
+def _struct_type(cls: type[msgspec.Struct], package: str) -> _Type:
+    """The Go struct a model class mirrors, in the Go package ``package`` (its version)."""
+    owner = cls.__name__
+    fields: dict[str, _Type] = {}
+    tag_field = cls.__struct_config__.tag_field
+    if tag_field:  # kind: the tag, not a field of the class
+        fields[tag_field] = _STRING
+    always: set[str] = set()
+    for field in msgspec.structs.fields(cls):
+        wire = field.encode_name
+        go = _GO_FIELD_TYPES.get((owner, wire))
+        fields[wire] = go if go is not None else _go_type(field.type, owner, wire, package)
+        if field.required:  # no default: not omitempty
+            always.add(wire)
+    return _Type(
+        "struct",
+        f"{'v1' if owner in _UNVERSIONED else package}.{owner}",
+        name=owner,
+        fields=fields,
+        always=frozenset(always),
+        hidden=_TYPE_META if tag_field else frozenset(),
     )
 
 
+#: The Go type of each known version's DeviceMetadata, by version (``v1beta1``).
 _DEVICE_METADATA: Final = {
-    version: _device_metadata_type(version) for version in ("v1alpha1", "v1beta1")
+    version_of(api_version): _struct_type(DeviceMetadata, version_of(api_version))
+    for api_version in API_VERSIONS
 }
 
 
@@ -824,7 +788,7 @@ class _BodyDecoder:
         else:
             self.saved = f"json: cannot unmarshal {value} into Go value of type {target.go}"
 
-    def value(self, target: _Type, node: _Node, current: object, struct: str, path: str) -> object:
+    def value(self, target: _Type, node: Node, current: object, struct: str, path: str) -> object:
         """Decode ``node`` into a ``target`` value that holds ``current``; return the result."""
         tag = target.tag
         kind = node.kind
@@ -900,7 +864,7 @@ class _BodyDecoder:
             return RawJSON(_compact(self.data[node.start : node.end]))
         raise AssertionError(tag)  # pragma: no cover
 
-    def slice(self, elem: _Type, node: _Node, current: object, struct: str, path: str) -> _Slice:
+    def slice(self, elem: _Type, node: Node, current: object, struct: str, path: str) -> _Slice:
         items = node.items
         target = _Slice()
         if not items:
@@ -927,7 +891,7 @@ _ZERO_TIME: Final = (-62135596800, 0)  # 0001-01-01T00:00:00Z, Go's zero time.Ti
 _GoTime: TypeAlias = tuple[int, int]  # (Unix seconds, nanoseconds)
 
 
-def _unmarshal_time(node: _Node) -> _GoTime | None:
+def _unmarshal_time(node: Node) -> _GoTime | None:
     """``metav1.Time.UnmarshalJSON``: ``null`` is the zero time, else a string for time.Parse."""
     if node.kind == "n":
         return None
@@ -1129,127 +1093,64 @@ def _items(value: object) -> list[object]:
     return value.visible() if isinstance(value, _Slice) else []
 
 
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
+def _omitted(target: _Type, value: object) -> bool:
+    """Whether Go's ``omitempty`` leaves out a field of type ``target`` holding ``value``."""
+    tag = target.tag
+    if tag == "ptr":
+        return value is None
+    if tag == "str":
+        return not (isinstance(value, str) and value)
+    if tag == "int" or tag == "bool":
+        return not value
+    if tag == "slice":
+        return not _items(value)
+    if tag == "map":
+        return not (isinstance(value, dict) and value)
+    if tag == "time":  # the zero time is left out, as the reference's writer does
+        return not isinstance(value, tuple) or value == _ZERO_TIME
+    return False  # structs are always written
 
 
-def _put_strings(out: dict[str, object], record: dict[str, object], names: tuple[str, ...]) -> None:
-    for name in names:
-        text = _text(record.get(name))
-        if text:
-            out[name] = text
+def _encode(target: _Type, value: object) -> object:
+    """``value`` (as the body decoder left it) in the form Go's ``encoding/json`` writes it.
 
-
-def _put_pointer_time(out: dict[str, object], name: str, value: object) -> None:
-    """A ``*metav1.Time``: absent when nil, ``null`` when it holds the zero time."""
-    if isinstance(value, tuple):
-        out[name] = None if value == _ZERO_TIME else _format_time(cast(_GoTime, value))
-
-
-def _encode_object_meta(meta: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    _put_strings(
-        out, meta, ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion")
-    )
-    generation = meta.get("generation")
-    if isinstance(generation, int) and generation:
-        out["generation"] = generation
-    created = meta.get("creationTimestamp")
-    if isinstance(created, tuple) and created != _ZERO_TIME:
-        out["creationTimestamp"] = _format_time(cast(_GoTime, created))
-    _put_pointer_time(out, "deletionTimestamp", meta.get("deletionTimestamp"))
-    grace = meta.get("deletionGracePeriodSeconds")
-    if grace is not None:
-        out["deletionGracePeriodSeconds"] = grace
-    for name in ("labels", "annotations"):
-        mapping = meta.get(name)
-        if isinstance(mapping, dict) and mapping:
-            out[name] = {key: _text(mapping[key]) for key in sorted(mapping)}
-    owners = _items(meta.get("ownerReferences"))
-    if owners:
-        out["ownerReferences"] = [_encode_owner_reference(_record(owner)) for owner in owners]
-    finalizers = _items(meta.get("finalizers"))
-    if finalizers:
-        out["finalizers"] = [_text(item) for item in finalizers]
-    managed = _items(meta.get("managedFields"))
-    if managed:
-        out["managedFields"] = [_encode_managed_fields(_record(entry)) for entry in managed]
-    return out
-
-
-def _encode_owner_reference(owner: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {
-        name: _text(owner.get(name)) for name in ("apiVersion", "kind", "name", "uid")
-    }
-    for name in ("controller", "blockOwnerDeletion"):
-        flag = owner.get(name)
-        if flag is not None:
-            out[name] = flag
-    return out
-
-
-def _encode_managed_fields(entry: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    _put_strings(out, entry, ("manager", "operation", "apiVersion"))
-    _put_pointer_time(out, "time", entry.get("time"))
-    _put_strings(out, entry, ("fieldsType",))
-    fields_v1 = entry.get("fieldsV1")
-    if isinstance(fields_v1, RawJSON):
-        out["fieldsV1"] = fields_v1
-    _put_strings(out, entry, ("subresource",))
-    return out
-
-
-def _encode_attribute(attribute: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for name in ("int", "bool", "string", "version"):
-        scalar = attribute.get(name)
-        if scalar is not None:
-            out[name] = scalar
-    zeros: dict[str, object] = {"ints": 0, "bools": False, "strings": "", "versions": ""}
-    for name, zero in zeros.items():
-        items = _items(attribute.get(name))
-        if items:
-            out[name] = [zero if item is None else item for item in items]
-    return out
-
-
-def _encode_device(device: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {name: _text(device.get(name)) for name in ("driver", "pool", "name")}
-    attributes = device.get("attributes")
-    if isinstance(attributes, dict) and attributes:
-        out["attributes"] = {
-            key: _encode_attribute(_record(attributes[key])) for key in sorted(attributes)
-        }
-    network = device.get("networkData")
-    if isinstance(network, dict):
-        data: dict[str, object] = {}
-        _put_strings(data, network, ("interfaceName",))
-        ips = _items(network.get("ips"))
-        if ips:
-            data["ips"] = [_text(ip) for ip in ips]
-        _put_strings(data, network, ("hardwareAddress",))
-        out["networkData"] = data
-    return out
-
-
-def _encode_device_metadata(top: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {"metadata": _encode_object_meta(_record(top.get("metadata")))}
-    claim = top.get("podClaimName")
-    if claim is not None:
-        out["podClaimName"] = claim
-    requests = _items(top.get("requests"))
-    if requests:
-        encoded = []
-        for item in requests:
-            request = _record(item)
-            one: dict[str, object] = {"name": _text(request.get("name"))}
-            devices = _items(request.get("devices"))
-            if devices:
-                one["devices"] = [_encode_device(_record(device)) for device in devices]
-            encoded.append(one)
-        out["requests"] = encoded
-    return out
+    Struct fields come in Go's order, map keys sorted, elements a decode never set
+    as their zero value.
+    """
+    tag = target.tag
+    if tag == "str":
+        return value if isinstance(value, str) else ""
+    if tag == "int":
+        return value if isinstance(value, int) else 0
+    if tag == "bool":
+        return value is True
+    if tag == "ptr":
+        assert target.elem is not None
+        return _encode(target.elem, value)
+    if tag == "struct":
+        record = _record(value)
+        out: dict[str, object] = {}
+        always = target.always
+        for name, field in target.fields.items():
+            if name in target.hidden:
+                continue
+            member = record.get(name)
+            if name in always or not _omitted(field, member):
+                out[name] = _encode(field, member)
+        return out
+    if tag == "slice":
+        assert target.elem is not None
+        return [_encode(target.elem, item) for item in _items(value)]
+    if tag == "map":
+        assert target.elem is not None
+        mapping = _record(value)
+        return {key: _encode(target.elem, mapping[key]) for key in sorted(mapping)}
+    if tag == "time":  # a *metav1.Time that holds the zero time is written as null
+        instant = cast(_GoTime, value)
+        return None if instant == _ZERO_TIME else _format_time(instant)
+    if tag == "raw":
+        return value
+    raise AssertionError(tag)  # pragma: no cover
 
 
 # ---------------------------------------------------------------------------
@@ -1257,7 +1158,7 @@ def _encode_device_metadata(top: dict[str, object]) -> dict[str, object]:
 # ---------------------------------------------------------------------------
 
 
-def _decode_node(data: bytes, node: _Node) -> tuple[dict[str, object], str] | str:
+def decode_node(data: bytes, node: Node) -> tuple[dict[str, object], str] | str:
     """Everything Go does with one raw value after reading it (layers 2 to 4)."""
     if node.kind != "{":
         # Not a JSON object: the universal deserializer hands it to its YAML
@@ -1306,13 +1207,13 @@ def _decode_node(data: bytes, node: _Node) -> tuple[dict[str, object], str] | st
     if (group, version) not in _OBSERVED_VERSIONS:
         return group_version  # an unknown version: skipped by the stream loop
     raise GoDecodeError(
-        f"decode {group_version}: no kind {_go_quote_str(kind)} is registered for version "
-        f"{_go_quote_str(group_version)} in scheme {_go_quote_str(_SCHEME_NAME)}"
+        f"decode {group_version}: no kind {go_quote(kind)} is registered for version "
+        f"{go_quote(group_version)} in scheme {go_quote(_SCHEME_NAME)}"
     )
 
 
 def _decode_device_metadata(
-    data: bytes, node: _Node, version: str, group_version: str
+    data: bytes, node: Node, version: str, group_version: str
 ) -> tuple[dict[str, object], str]:
     decoder = _BodyDecoder(data)
     try:
@@ -1321,7 +1222,7 @@ def _decode_device_metadata(
         raise GoDecodeError(f"decode {group_version}: {fatal}") from None
     if decoder.saved is not None:
         raise GoDecodeError(f"decode {group_version}: {decoder.saved}")
-    return _encode_device_metadata(_record(top)), group_version
+    return cast(dict[str, object], _encode(_DEVICE_METADATA[version], top)), group_version
 
 
 def decode_entry(raw: bytes) -> tuple[dict[str, object], str] | str:
@@ -1329,16 +1230,16 @@ def decode_entry(raw: bytes) -> tuple[dict[str, object], str] | str:
     or the group/version string (e.g. 'metadata.k8s.io/v99', or 'v2' when the group is empty)
     when the entry is an unknown version to be skipped; raises GoDecodeError for every fatal
     case."""
-    node, end = _read_value(raw, 0)
+    node, end = read_value(raw, 0)
     if end < len(raw) and raw[end] in _WS:
         end = _end_of(_ws_end(raw, end))
     if end < len(raw):
         raise _bad_char(raw, end, "after top-level value")
-    return _decode_node(raw, node)
+    return decode_node(raw, node)
 
 
 def decode_stream(data: bytes) -> tuple[dict[str, object], str, int, int]:
-    """The whole §3.2 loop: returns (wire_dict, api_version, start, end) of the first
+    """The stream loop: returns (wire_dict, api_version, start, end) of the first
     decodable entry (start/end = byte offsets of that raw entry in data), or raises
     GoDecodeError with the exact message ('no metadata objects found in stream',
     'no compatible metadata version found in stream (unknown versions: a, b)',
@@ -1350,8 +1251,8 @@ def decode_stream(data: bytes) -> tuple[dict[str, object], str, int, int]:
         start = next_value_start(data, pos)
         if start is None:
             break
-        node, end = _read_value(data, start)
-        result = _decode_node(data, node)
+        node, end = read_value(data, start)
+        result = decode_node(data, node)
         if isinstance(result, str):
             unknown.append(result)
             pos = end

@@ -36,19 +36,29 @@ from typing import Any, Final
 import msgspec
 
 from ._errors import DecodeError
+from ._formats import MAX_ATTRIBUTES
 from ._model import (
     ATTRIBUTE_KINDS,
     DOMAIN_SEPARATOR,
+    NETWORK_FIELDS,
     STANDARD_DOMAIN,
-    V1BETA1,
+    Device,
     DeviceMetadata,
+    DeviceMetadataRequest,
+    ManagedFieldsEntry,
+    ObjectMeta,
+    OwnerReference,
+    wire_names,
 )
 from ._paths import (
     METADATA_FILE_SUFFIX,
+    NODE_METADATA_FILE,
+    NODE_METADATA_SUBDIR,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
     driver_of,
 )
+from ._versions import GROUP, NEWEST
 
 __all__ = ["MAX_ATTRIBUTES", "RULES", "LintProblem", "lint"]
 
@@ -74,7 +84,7 @@ RULES: Final[dict[str, str]] = {
     "DRA103": "a standard attribute (pciBusID, pcieRoot, numaNode) under a wrong domain or case",
     "DRA104": "a PCI address with upper-case hex digits",
     "DRA105": "API versions not newest first",
-    "DRA106": "no metadata.resource.k8s.io/v1beta1 entry",
+    "DRA106": f"no {NEWEST} entry",
     "DRA107": "entries of one stream that are not the same object",
     "DRA108": "a later entry that does not decode (readers that skip to it fail)",
     "DRA109": "podClaimName does not fit resourceclaimtemplates/ or resourceclaims/",
@@ -88,47 +98,18 @@ RULES: Final[dict[str, str]] = {
     "DRA117": "apiVersion or kind spelled in another case",
 }
 
-#: At most this many attributes per device (the API's ``maxProperties``).
-MAX_ATTRIBUTES: Final = 32
-
-_GROUP: Final = "metadata.resource.k8s.io"
 _STANDARD: Final = {"pcibusid": "pciBusID", "pcieroot": "pcieRoot", "numanode": "numaNode"}
 _PCI_ADDRESS_ATTRIBUTES: Final = ("pciBusID", "pcieRoot")
 _KUBERNETES_DOMAINS: Final = ("k8s.io", "kubernetes.io")
-_HOST_SUBDIR: Final = "dra-device-metadata"
-_HOST_FILE: Final = "metadata.json"
 
-_TOP: Final = ("kind", "apiVersion", "metadata", "podClaimName", "requests")
-_META: Final = (
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-)
-_OWNER: Final = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
-_MANAGED: Final = (
-    "manager",
-    "operation",
-    "apiVersion",
-    "time",
-    "fieldsType",
-    "fieldsV1",
-    "subresource",
-)
-_REQUEST: Final = ("name", "devices")
-_DEVICE: Final = ("driver", "pool", "name", "attributes", "networkData")
-_NETWORK: Final = ("interfaceName", "ips", "hardwareAddress")
+# The keys each object of the wire form may have: the model's field names.
+_TOP: Final = wire_names(DeviceMetadata)
+_META: Final = wire_names(ObjectMeta)
+_OWNER: Final = wire_names(OwnerReference)
+_MANAGED: Final = wire_names(ManagedFieldsEntry)
+_REQUEST: Final = wire_names(DeviceMetadataRequest)
+_DEVICE: Final = wire_names(Device)
+_NETWORK: Final = tuple(NETWORK_FIELDS)
 # Network keys seen in drivers and docs of other projects, and the field they mean.
 _NETWORK_MISTAKES: Final = {
     "hwaddress": "hardwareAddress",
@@ -233,13 +214,13 @@ def _entries(data: bytes) -> Iterator[_Entry]:
         if start is None:
             return
         try:
-            node, end = _gojson._read_value(data, start)
+            node, end = _gojson.read_value(data, start)
         except _gojson.GoDecodeError as err:
             yield _Entry(index, "", None, str(err), None)
             return
         plain = _plain_json(data[start:end])
         try:
-            result = _gojson._decode_node(data, node)
+            result = _gojson.decode_node(data, node)
         except _gojson.GoDecodeError as err:
             yield _Entry(index, _api_version_of(plain), None, str(err), plain)
         else:
@@ -284,7 +265,7 @@ def _api_version_of(plain: _Object | None) -> str:
 def _version_rank(api_version: str) -> tuple[int, int, int] | None:
     """Kubernetes version priority of a ``metadata.resource.k8s.io`` version (higher is newer)."""
     group, _, version = api_version.rpartition("/")
-    if group != _GROUP:
+    if group != GROUP:
         return None
     match = re.fullmatch(r"v([1-9][0-9]*)(?:(alpha|beta)([1-9][0-9]*))?", version)
     if match is None:
@@ -310,11 +291,11 @@ def _check_stream(entries: list[_Entry], problems: _Problems) -> None:
             )
         if newest is None or rank < newest[0]:
             newest = (rank, entry.api_version)
-    if not any(entry.api_version == V1BETA1 for entry in entries):
+    if not any(entry.api_version == NEWEST for entry in entries):
         problems.add(
             "DRA106",
             "stream",
-            f"no {V1BETA1} entry: the v1.37 kubelet plugin always writes one, "
+            f"no {NEWEST} entry: the v1.37 kubelet plugin always writes one, "
             "and readers may know no other version",
         )
     if first is None or first.decoded is None:
@@ -566,7 +547,7 @@ def _check_path(path: str, md: DeviceMetadata, problems: _Problems) -> None:
         ):
             request_dir = parts[-2]
             _check_claim_dir(parts[-4], parts[-3], md, problems)
-    elif name == _HOST_FILE and len(parts) >= 5 and parts[-4] == _HOST_SUBDIR:
+    elif name == NODE_METADATA_FILE and len(parts) >= 5 and parts[-4] == NODE_METADATA_SUBDIR:
         # The kubelet plugin's node layout: <plugin dir>/dra-device-metadata/<ns>_<claim>/<req>/
         driver, request_dir = parts[-5], parts[-2]
         meta = md.metadata

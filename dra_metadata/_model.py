@@ -7,8 +7,13 @@ struct order and their defaults mirror Go's zero values and ``omitempty`` rules.
 Treat the ``dict`` attributes (``attributes``, ``labels``, ``annotations``) as
 read-only, as the rest of the object is.
 
-``v1alpha1`` and ``v1beta1`` carry the same fields; a decoded object remembers the
-version it came from in :attr:`DeviceMetadata.api_version`.
+Every API version (:mod:`._versions`) carries the same fields; a decoded object
+remembers the version it came from in :attr:`DeviceMetadata.api_version`.
+
+These classes are the one statement of the wire fields: their names, their order
+(Go's struct order) and whether Go omits them when empty (a field with a default
+is ``omitempty``). The exact decoder's Go types, lint's known keys and the
+network field names are derived from them (:func:`wire_names`).
 
 Annotations here are real types, not strings (no ``from __future__ import
 annotations``): building the msgspec decoder then takes a third of the time,
@@ -19,8 +24,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal
 
 import msgspec
+import msgspec.structs
 
 from ._errors import DecodeError
+from ._versions import V1ALPHA1, V1BETA1
 
 if TYPE_CHECKING:
     import semver
@@ -28,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ATTRIBUTE_KINDS",
     "DOMAIN_SEPARATOR",
+    "NETWORK_FIELDS",
     "STANDARD_DOMAIN",
     "V1ALPHA1",
     "V1BETA1",
@@ -44,12 +52,8 @@ __all__ = [
     "ObjectMeta",
     "OwnerReference",
     "VersionValue",
+    "wire_names",
 ]
-
-#: Full apiVersion of the v1alpha1 encoding (Kubernetes v1.36 and later).
-V1ALPHA1: Final = "metadata.resource.k8s.io/v1alpha1"
-#: Full apiVersion of the v1beta1 encoding (Kubernetes v1.37 and later).
-V1BETA1: Final = "metadata.resource.k8s.io/v1beta1"
 
 #: Domain of the standard attributes defined by Kubernetes.
 STANDARD_DOMAIN: Final = "resource.kubernetes.io"
@@ -180,6 +184,19 @@ class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_S
     interface_name: str = ""
     ips: tuple[str, ...] = ()
     hardware_address: str = ""
+
+    def set_fields(self) -> tuple[tuple[str, str | tuple[str, ...]], ...]:
+        """The fields that are set, as ``(wire name, value)`` pairs in Go's order.
+
+        >>> NetworkDeviceData(interface_name="net1", ips=("10.0.0.5/24",)).set_fields()
+        (('interfaceName', 'net1'), ('ips', ('10.0.0.5/24',)))
+        """
+        found: list[tuple[str, str | tuple[str, ...]]] = []
+        for wire, attribute in NETWORK_FIELDS.items():
+            value = getattr(self, attribute)
+            if value:
+                found.append((wire, value))
+        return tuple(found)
 
 
 class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):
@@ -460,6 +477,25 @@ class MergedDeviceMetadata(DeviceMetadata, tag="DeviceMetadata"):
             return ()
         first = self.sources[0].claim_uid
         return tuple(source for source in self.sources if source.claim_uid != first)
+
+
+def wire_names(cls: type[msgspec.Struct]) -> tuple[str, ...]:
+    """The wire names of a model class's fields in Go's order, its tag field (``kind``) first.
+
+    >>> wire_names(NetworkDeviceData)
+    ('interfaceName', 'ips', 'hardwareAddress')
+    >>> wire_names(DeviceMetadata)
+    ('kind', 'apiVersion', 'metadata', 'podClaimName', 'requests')
+    """
+    names = tuple(field.encode_name for field in msgspec.structs.fields(cls))
+    tag_field = cls.__struct_config__.tag_field
+    return (tag_field, *names) if tag_field else names
+
+
+#: The network data fields: wire name -> attribute of :class:`NetworkDeviceData`.
+NETWORK_FIELDS: Final[dict[str, str]] = {
+    field.encode_name: field.name for field in msgspec.structs.fields(NetworkDeviceData)
+}
 
 
 def _as_lists(value: Any) -> Any:

@@ -24,6 +24,8 @@ from ._errors import InvalidNameError
 __all__ = [
     "CONTAINER_DIR",
     "METADATA_FILE_SUFFIX",
+    "NODE_METADATA_FILE",
+    "NODE_METADATA_SUBDIR",
     "RESOURCE_CLAIMS_SUBDIR",
     "RESOURCE_CLAIM_TEMPLATES_SUBDIR",
     "ROOT_ENV",
@@ -43,6 +45,13 @@ RESOURCE_CLAIM_TEMPLATES_SUBDIR: Final = "resourceclaimtemplates"
 METADATA_FILE_SUFFIX: Final = "-metadata.json"
 #: Environment variable that overrides :data:`CONTAINER_DIR` everywhere in the API.
 ROOT_ENV: Final = "DRA_METADATA_ROOT"
+
+# The kubelet plugin's layout on the node, under the driver's plugin data directory:
+# <plugin data dir>/dra-device-metadata/<namespace>_<claim>/<base request>/metadata.json
+#: Directory of the node-side metadata files inside a plugin's data directory.
+NODE_METADATA_SUBDIR: Final = "dra-device-metadata"
+#: The node-side file name of one request's metadata.
+NODE_METADATA_FILE: Final = "metadata.json"
 
 RootArg = str | os.PathLike[str] | None
 

@@ -22,6 +22,7 @@ from ._errors import (
     FileTooLargeError,
     InvalidNameError,
     MetadataNotFoundError,
+    os_reason,
 )
 from ._model import (
     Device,
@@ -70,7 +71,7 @@ def read_bytes(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE
         raise InvalidNameError(f"open metadata file {name!r}: {err}", path=name) from None
     except OSError as err:
         raise DRAMetadataError(
-            f"open metadata file: open {name}: {_os_reason(err)}", path=name
+            f"open metadata file: open {name}: {os_reason(err)}", path=name
         ) from None
     try:
         return read_fd(fd, name, max_size=max_size)
@@ -113,13 +114,7 @@ def read_fd(fd: int, name: str, *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
             )
         return data
     except OSError as err:
-        raise DRAMetadataError(f"read metadata file {name}: {_os_reason(err)}", path=name) from None
-
-
-def _os_reason(err: OSError) -> str:
-    if err.errno is not None:
-        return os.strerror(err.errno).lower()
-    return str(err)
+        raise DRAMetadataError(f"read metadata file {name}: {os_reason(err)}", path=name) from None
 
 
 def read_file(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE) -> DeviceMetadata:
@@ -151,7 +146,7 @@ def metadata_files(directory: str) -> list[str]:
         raise InvalidNameError(f"request directory {directory!r}: {err}", path=directory) from None
     except OSError as err:
         raise DRAMetadataError(
-            f"glob metadata files in {directory}: {_os_reason(err)}", path=directory
+            f"glob metadata files in {directory}: {os_reason(err)}", path=directory
         ) from None
     matches = [name for name in names if name.endswith(METADATA_FILE_SUFFIX)]
     matches.sort(key=os.fsencode)

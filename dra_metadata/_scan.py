@@ -31,7 +31,13 @@ from typing import Final, Literal
 
 import msgspec
 
-from ._errors import DRAMetadataError, InvalidNameError, MetadataNotFoundError
+from ._errors import (
+    DRAMetadataError,
+    InvalidNameError,
+    MetadataNotFoundError,
+    SymlinkError,
+    os_reason,
+)
 from ._model import DeviceMetadata, MergedDeviceMetadata
 from ._paths import (
     METADATA_FILE_SUFFIX,
@@ -44,9 +50,9 @@ from ._paths import (
     metadata_file_name,
     request_base,
 )
-from ._read import DEFAULT_MAX_SIZE, _os_reason, decode_file, merge, read_fd
+from ._read import DEFAULT_MAX_SIZE, decode_file, merge, read_fd
 
-__all__ = ["KINDS", "ClaimKind", "Entry", "SymlinkError", "group", "read_request", "scan"]
+__all__ = ["KINDS", "ClaimKind", "Entry", "group", "read_request", "scan"]
 
 ClaimKind = Literal["claim", "template"]
 
@@ -59,10 +65,6 @@ KINDS: Final[tuple[tuple[ClaimKind, str], ...]] = (
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
-
-
-class SymlinkError(DRAMetadataError):
-    """A symbolic link where the layout has a directory or a metadata file; not followed."""
 
 
 class Entry(msgspec.Struct, frozen=True):
@@ -115,7 +117,7 @@ def scan(
     except ValueError as err:  # a NUL in the root
         raise InvalidNameError(f"metadata root {top!r}: {err}", path=top) from None
     except OSError as err:
-        raise DRAMetadataError(f"metadata root {top}: {_os_reason(err)}", path=top) from None
+        raise DRAMetadataError(f"metadata root {top}: {os_reason(err)}", path=top) from None
     walker = _Walker(top, max_size)
     try:
         for claim_kind, subdir in KINDS:
@@ -214,7 +216,7 @@ class _Walker:
                     path=path,
                 )
             else:
-                error = DRAMetadataError(f"open directory {path}: {_os_reason(err)}", path=path)
+                error = DRAMetadataError(f"open directory {path}: {os_reason(err)}", path=path)
         self.entries.append(Entry(kind, claim, request, "", path, error=error))
         return None
 
@@ -253,7 +255,7 @@ class _Walker:
                     path=path,
                 ) from None
             raise DRAMetadataError(
-                f"open metadata file: open {path}: {_os_reason(err)}", path=path
+                f"open metadata file: open {path}: {os_reason(err)}", path=path
             ) from None
         try:
             return decode_file(path, read_fd(fd, path, max_size=self.max_size))
@@ -269,7 +271,7 @@ def _names(fd: int, path: str, only: str | None, *, directories: bool) -> list[s
         except FileNotFoundError:
             return []
         except OSError as err:
-            raise DRAMetadataError(f"{os.path.join(path, only)}: {_os_reason(err)}") from None
+            raise DRAMetadataError(f"{os.path.join(path, only)}: {os_reason(err)}") from None
         return [only]
     try:
         with os.scandir(fd) as listing:
@@ -279,7 +281,7 @@ def _names(fd: int, path: str, only: str | None, *, directories: bool) -> list[s
                 if not directories or entry.is_dir(follow_symlinks=False) or entry.is_symlink()
             ]
     except OSError as err:
-        raise DRAMetadataError(f"list directory {path}: {_os_reason(err)}", path=path) from None
+        raise DRAMetadataError(f"list directory {path}: {os_reason(err)}", path=path) from None
     names.sort(key=os.fsencode)
     return names
 

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic.json_schema import GenerateJsonSchema
 
-from ._validate import API_VERSIONS, DeviceMetadata
+from ._validate import DeviceMetadata
+from ._versions import API_VERSIONS, NEWEST, full_version
 
 if TYPE_CHECKING:
     from pydantic.json_schema import JsonSchemaValue
@@ -39,7 +40,6 @@ __all__ = ["SCHEMA_DIALECT", "json_schema", "main", "schema_file_name", "schema_
 SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 # The project has no web home yet: a URN names the schema without pointing anywhere.
 _ID_BASE: Final = "urn:dra-metadata:schemas:"
-_GROUP: Final = "metadata.resource.k8s.io"
 
 
 class _WireSchemaGenerator(GenerateJsonSchema):
@@ -66,21 +66,15 @@ class _WireSchemaGenerator(GenerateJsonSchema):
         return generated
 
 
-def _full_version(api_version: str) -> str:
-    full = api_version if "/" in api_version else f"{_GROUP}/{api_version}"
-    if full not in API_VERSIONS:
-        known = ", ".join(API_VERSIONS)
-        raise ValueError(f"unknown apiVersion {api_version!r} (known: {known})")
-    return full
-
-
 def schema_file_name(api_version: str) -> str:
     """The committed file's name: ``metadata.resource.k8s.io_v1beta1.json`` and so on."""
-    return _full_version(api_version).replace("/", "_") + ".json"
+    return full_version(api_version).replace("/", "_") + ".json"
 
 
-def json_schema(api_version: str) -> dict[str, object]:
+def json_schema(api_version: str = NEWEST) -> dict[str, object]:
     """The JSON Schema (draft 2020-12) of one apiVersion's DeviceMetadata wire form.
+
+    Loads pydantic. The committed files in ``schemas/`` are this function's output.
 
     ``api_version`` is ``metadata.resource.k8s.io/v1beta1`` or ``.../v1alpha1`` (the
     version alone, ``v1beta1``, is accepted too). The two schemas differ only in the
@@ -89,7 +83,7 @@ def json_schema(api_version: str) -> dict[str, object]:
     >>> json_schema("v1beta1")["properties"]["apiVersion"]["const"]
     'metadata.resource.k8s.io/v1beta1'
     """
-    version = _full_version(api_version)
+    version = full_version(api_version)
     generated = DeviceMetadata.model_json_schema(schema_generator=_WireSchemaGenerator)
     properties = generated["properties"]
     api_property = properties["apiVersion"]
@@ -137,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     directory: Path = args.dir
     stale = []
-    for version in reversed(API_VERSIONS):  # newest first
+    for version in API_VERSIONS:
         path = directory / schema_file_name(version)
         text = schema_text(version)
         if args.check:

@@ -1,14 +1,14 @@
 """The Go reference's v1.37 validation rules, run through pydantic models of the wire form.
 
-Each model mirrors one Go type of ``metadata.resource.k8s.io`` (v1alpha1 and
-v1beta1 are the same apart from ``apiVersion``) and checks its own fields in an
+Each model mirrors one Go type of ``metadata.resource.k8s.io`` (every API version
+of :mod:`._versions` is the same apart from ``apiVersion``) and checks its own fields in an
 "after" model validator. A rule violation never raises: the model keeps the
 errors it found, with paths relative to itself (``strings[1]``, ``operation``, or
 ``""`` for the object itself), and a parent takes over its children's errors
 under their prefix (``requests[0].devices[1].attributes[model]``). The order is
 the Go reference's: fields in struct order, list elements by index.
 
-Only what Go checks is checked (PROTOCOL §2): attribute keys, scalar string and
+Only what Go checks is checked: attribute keys, scalar string and
 version lengths, semver, IP and MAC syntax, names, UIDs and labels are not.
 pydantic itself enforces nothing but the JSON types, which a typed decode
 guarantees anyway; the limits it could enforce are attached to the models as JSON
@@ -44,6 +44,13 @@ from ._formats import (
     DNS1123_LABEL_PATTERN,
     DNS1123_SUBDOMAIN_CASELESS_PATTERN,
     LONG_NAME_CASELESS,
+    MANAGED_FIELDS_OPERATIONS,
+    MAX_ATTRIBUTES,
+    MAX_DRIVER_CHARACTERS,
+    MAX_HARDWARE_ADDRESS_BYTES,
+    MAX_INTERFACE_NAME_BYTES,
+    MAX_IPS,
+    MAX_STRINGS_ELEMENT_BYTES,
     RESOURCE_POOL_NAME,
     RESOURCE_POOL_NAME_MAX_BYTES,
     RESOURCE_POOL_NAME_PATTERN,
@@ -58,20 +65,15 @@ from ._formats import (
     is_short_name,
 )
 from ._model import ATTRIBUTE_KINDS
+from ._versions import API_VERSIONS, KIND
 
 if TYPE_CHECKING:
     from pydantic.json_schema import JsonSchemaValue
     from pydantic_core import CoreSchema
 
+    from ._model import DeviceMetadata as ModelDeviceMetadata
+
 __all__ = [
-    "API_VERSIONS",
-    "MANAGED_FIELDS_OPERATIONS",
-    "MAX_ATTRIBUTES",
-    "MAX_DRIVER_CHARACTERS",
-    "MAX_HARDWARE_ADDRESS_BYTES",
-    "MAX_INTERFACE_NAME_BYTES",
-    "MAX_IPS",
-    "MAX_STRINGS_ELEMENT_BYTES",
     "Device",
     "DeviceAttribute",
     "DeviceMetadata",
@@ -83,20 +85,10 @@ __all__ = [
     "SchemaOnly",
     "WireModel",
     "dedupe",
+    "validate",
     "validate_wire",
 ]
 
-#: The apiVersions whose wire form these models describe (identical apart from this).
-API_VERSIONS: Final = ("metadata.resource.k8s.io/v1alpha1", "metadata.resource.k8s.io/v1beta1")
-
-# Limits from the Go types' validation tags.
-MAX_ATTRIBUTES: Final = 32
-MAX_DRIVER_CHARACTERS: Final = 63
-MAX_STRINGS_ELEMENT_BYTES: Final = 64
-MAX_INTERFACE_NAME_BYTES: Final = 256
-MAX_HARDWARE_ADDRESS_BYTES: Final = 128
-MAX_IPS: Final = 16
-MANAGED_FIELDS_OPERATIONS: Final = ("Apply", "Update")
 
 _ATTRIBUTE_MEMBERS: Final = ATTRIBUTE_KINDS
 _ATTRIBUTE_LIST_MEMBERS: Final = ("ints", "bools", "strings", "versions")
@@ -559,7 +551,7 @@ class DeviceMetadata(WireModel):
 
     model_config = ConfigDict(json_schema_extra={"required": ["kind", "apiVersion"]})
 
-    kind: Annotated[str, _rule(const="DeviceMetadata")] | None = Field(
+    kind: Annotated[str, _rule(const=KIND)] | None = Field(
         None, description="Always `DeviceMetadata`."
     )
     api_version: Annotated[str, _rule(enum=list(API_VERSIONS))] | None = Field(
@@ -601,6 +593,21 @@ class DeviceMetadata(WireModel):
 
 # A JSON null attribute value decodes to an empty DeviceAttribute in Go.
 _NULL_ATTRIBUTE_ERRORS: Final = DeviceAttribute.model_validate({})._found
+
+
+def validate(md: ModelDeviceMetadata) -> list[FieldError]:
+    """Check ``md`` against the Go reference's v1.37 validation rules.
+
+    Returns every error (an empty list when valid), never raises for invalid
+    data: validation is separate from decoding and never blocks it. Errors carry
+    Go's paths and texts (``str(err)`` is Go's rendering). Loads pydantic.
+
+    >>> import dra_metadata as dm
+    >>> bad = dm.DeviceMetadata(pod_claim_name="GPU")
+    >>> [(e.field, e.type.value) for e in dm.validate(bad)]
+    [('podClaimName', 'Invalid value')]
+    """
+    return validate_wire(md.wire_body())  # fieldsV1 stays raw text: it is not validated
 
 
 def validate_wire(obj: Mapping[str, object]) -> list[FieldError]:

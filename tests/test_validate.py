@@ -445,11 +445,12 @@ def test_pool_name_reports_length_and_segments() -> None:
 
 
 def test_format_errors_carry_the_format_origin() -> None:
-    """format_errors names the format in the origin, as Go does."""
-    (error,) = _formats.format_errors("name", _formats.SHORT_NAME, "gpu.0")
+    """A format error names the format in its origin, as Go does."""
+    wire = {"requests": [{"name": "r", "devices": [{"driver": "d", "pool": "p", "name": "gpu.0"}]}]}
+    (error,) = validate_wire(wire)
     assert (error.origin, str(error)) == (
         "format=k8s-short-name",
-        'name: Invalid value: "gpu.0": must not contain dots',
+        'requests[0].devices[0].name: Invalid value: "gpu.0": must not contain dots',
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Final
 
+from .._model import NETWORK_FIELDS
 from ._common import (
     EXIT_FALSE,
     EXIT_OK,
@@ -19,10 +20,7 @@ from ._common import (
 if TYPE_CHECKING:
     from .._model import AttributeValue, Device
 
-__all__ = ["NETWORK_FIELDS", "register", "value_of"]
-
-#: The network data fields ``get`` knows, by wire name (also as ``networkData.<name>``).
-NETWORK_FIELDS: Final = ("interfaceName", "ips", "hardwareAddress")
+__all__ = ["register", "value_of"]
 
 _DESCRIPTION: Final = """\
 Print the value of one attribute, or network field, for every device of the
@@ -80,11 +78,8 @@ def value_of(device: Device, name: str) -> AttributeValue | None:
         network = device.network_data
         if network is None:
             return None
-        if field == "interfaceName":
-            return network.interface_name or None
-        if field == "ips":
-            return network.ips or None
-        return network.hardware_address or None
+        value: str | tuple[str, ...] = getattr(network, NETWORK_FIELDS[field])
+        return value or None
     return device.attribute(name)
 
 

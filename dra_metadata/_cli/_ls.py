@@ -103,8 +103,7 @@ def row(entry: Entry) -> dict[str, object]:
 
 def status(error: DRAMetadataError | None) -> str:
     """One word for the table: ``ok``, ``undecodable``, ``too-large``, ``symlink``..."""
-    from .._errors import DecodeError, FileTooLargeError, MetadataNotFoundError
-    from .._scan import SymlinkError
+    from .._errors import DecodeError, FileTooLargeError, MetadataNotFoundError, SymlinkError
 
     if error is None:
         return "ok"

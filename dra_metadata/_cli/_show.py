@@ -77,12 +77,9 @@ def summary(md: DeviceMetadata) -> str:
                 lines.append(f"    {key} = {_show_value(value)}")
             net = device.network_data
             if net is not None:
-                if net.interface_name:
-                    lines.append(f"    interfaceName = {net.interface_name}")
-                if net.ips:
-                    lines.append(f"    ips = {', '.join(net.ips)}")
-                if net.hardware_address:
-                    lines.append(f"    hardwareAddress = {net.hardware_address}")
+                for wire, field in net.set_fields():
+                    text = ", ".join(field) if isinstance(field, tuple) else field
+                    lines.append(f"    {wire} = {text}")
     return "\n".join(lines) + "\n"
 
 
