@@ -13,10 +13,6 @@ there still works, by building them all.
 
 from __future__ import annotations
 
-# isort: off
-from . import _argparse  # noqa: F401 - first of all: argparse without gettext (see there)
-
-# isort: on
 import argparse
 import sys
 from collections.abc import Sequence
@@ -29,6 +25,7 @@ from ._common import (
     EXIT_OK,
     EXIT_USAGE,
     PROG,
+    HelpFormatter,
     OutputError,
     Parser,
     exit_code_for,
@@ -60,7 +57,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog=PROG,
         description="Read the DRA device metadata Kubernetes mounts into containers.",
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     from .. import __version__
 

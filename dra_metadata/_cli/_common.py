@@ -23,7 +23,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final, Literal, NoReturn, TypeAlias, cast
+from typing import TYPE_CHECKING, Final, Literal, NoReturn, TypeAlias
 
 from .._errors import (
     DecodeError,
@@ -47,9 +47,11 @@ __all__ = [
     "EXIT_USAGE",
     "PROG",
     "Commands",
+    "HelpFormatter",
     "OutputError",
     "Parser",
     "add_command",
+    "add_format",
     "add_root",
     "add_selection",
     "check_each",
@@ -85,13 +87,6 @@ class Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        # argparse's own asks shutil for the terminal width, and importing shutil
-        # (with zlib, bz2 and lzma) is a good part of the start-up time of `env`.
-        # Every parser here is given a HelpFormatter subclass, which takes a width.
-        factory = cast("type[argparse.HelpFormatter]", self.formatter_class)
-        return factory(prog=self.prog, width=terminal_width() - 2)
-
 
 def terminal_width() -> int:
     """Columns of the terminal: ``$COLUMNS``, else stdout's terminal, else 80 (as shutil)."""
@@ -108,6 +103,29 @@ def terminal_width() -> int:
     return columns if columns > 0 else 80
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help as written (descriptions keep their lines), as wide as :func:`terminal_width`.
+
+    Given a width, argparse's formatter does not ask :mod:`shutil` for one, and
+    importing shutil (with zlib, bz2 and lzma) is a good part of the start-up
+    time of ``env``: argparse builds a formatter for every option it adds.
+    """
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(
+            prog,
+            indent_increment,
+            max_help_position,
+            terminal_width() - 2 if width is None else width,
+        )
+
+
 #: What ``add_subparsers()`` returns; each command module's ``register()`` adds to it.
 Commands: TypeAlias = "argparse._SubParsersAction[Parser]"
 
@@ -119,8 +137,31 @@ def add_command(commands: Commands, name: str, *, summary: str, description: str
         help=summary,
         description=description,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
+
+
+def add_format(
+    parser: argparse.ArgumentParser,
+    choices: Sequence[str],
+    *,
+    help: str,  # noqa: A002 - argparse's name for it
+    shorthands: Sequence[tuple[Sequence[str], str, str]] = (),
+) -> None:
+    """Add ``--format {choices}`` (the first is the default), the one output option.
+
+    ``--json`` is added as a shorthand for ``--format json`` where json is a
+    choice; ``shorthands`` adds others (``(("-0", "--null"), "null", help)``).
+    They all set ``args.format``.
+    """
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--format", choices=choices, default=choices[0], help=help)
+    if "json" in choices:
+        group.add_argument(
+            "--json", dest="format", action="store_const", const="json", help="--format json"
+        )
+    for flags, value, text in shorthands:
+        group.add_argument(*flags, dest="format", action="store_const", const=value, help=text)
 
 
 def add_root(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from ._common import (
     EXIT_OK,
     Commands,
     add_command,
+    add_format,
     add_selection,
     exit_code_for,
     fail,
@@ -59,10 +60,9 @@ def register(commands: Commands) -> None:
         description=_DESCRIPTION,
     )
     add_selection(parser, required=False)
-    parser.add_argument(
-        "--format",
-        choices=FORMATS,
-        default=FORMATS[0],
+    add_format(
+        parser,
+        FORMATS,
         help="shell: export lines (default); dotenv: compose env_file lines; json: one object",
     )
     parser.add_argument(

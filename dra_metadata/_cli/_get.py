@@ -11,6 +11,7 @@ from ._common import (
     EXIT_OK,
     Commands,
     add_command,
+    add_format,
     add_selection,
     fail,
     selected_claim,
@@ -50,15 +51,12 @@ def register(commands: Commands) -> None:
         description=_DESCRIPTION,
     )
     add_selection(parser, required=True)
-    output = parser.add_mutually_exclusive_group()
-    output.add_argument(
-        "--json", action="store_true", help="print one JSON array of the values, typed"
-    )
-    output.add_argument(
-        "-0",
-        "--null",
-        action="store_true",
-        help="end each value with a NUL character instead of a newline",
+    add_format(
+        parser,
+        ("lines", "json", "null"),
+        help="lines: one value per line (default); json: one array of the typed values; "
+        "null: each value ended by a NUL character",
+        shorthands=((("-0", "--null"), "null", "--format null"),),
     )
     parser.add_argument("name", metavar="NAME", help="attribute or network field name")
     parser.set_defaults(handler=_get)
@@ -105,12 +103,12 @@ def _get(args: argparse.Namespace) -> int:
             f"(first: {first.driver}/{first.pool}/{first.name})"
         )
         return EXIT_FALSE
-    if args.json:
+    if args.format == "json":
         import msgspec
 
         write_stdout(msgspec.json.encode(values) + b"\n")
         return EXIT_OK
-    end = "\0" if args.null else "\n"
+    end = "\0" if args.format == "null" else "\n"
     write_stdout(
         "".join(format_value(value) + end for value in values if value is not None).encode("utf-8")
     )

@@ -9,6 +9,7 @@ from ._common import (
     EXIT_OK,
     Commands,
     add_command,
+    add_format,
     add_selection,
     exit_code_for,
     fail,
@@ -54,8 +55,10 @@ def register(commands: Commands) -> None:
         commands, "ls", summary="list every mounted metadata file", description=_DESCRIPTION
     )
     add_selection(parser, required=False)
-    parser.add_argument(
-        "--json", action="store_true", help="print a JSON array, one object per file"
+    add_format(
+        parser,
+        ("table", "json"),
+        help="table: one line per file under a header (default); json: an array of objects",
     )
     parser.set_defaults(handler=_ls)
 
@@ -64,7 +67,7 @@ def _ls(args: argparse.Namespace) -> int:
 
     entries = scan_selection(args)
     rows = [row(entry) for entry in entries]
-    if args.json:
+    if args.format == "json":
         import msgspec
 
         write_stdout(msgspec.json.format(msgspec.json.encode(rows), indent=2) + b"\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._model import DeviceMetadata, MergedDeviceMetadata
-from ._common import EXIT_OK, Commands, add_command, add_selection, fail, write_text
+from ._common import EXIT_OK, Commands, add_command, add_format, add_selection, fail, write_text
 
 __all__ = ["register", "summary"]
 
@@ -19,10 +19,9 @@ def register(commands: Commands) -> None:
         description="Print the metadata of one request as one JSON document (or a summary).",
     )
     add_selection(parser, required=True)
-    parser.add_argument(
-        "--format",
-        choices=("json", "summary"),
-        default="json",
+    add_format(
+        parser,
+        ("json", "summary"),
         help="json: the wire form, once (default); summary: one block per device",
     )
     parser.set_defaults(handler=_show)
