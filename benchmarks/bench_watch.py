@@ -198,7 +198,7 @@ def dm_watch(setup: Setup, go: Callable[[], None], timeout: float) -> Deliveries
 
 
 def raw_inotify(setup: Setup, go: Callable[[], None], timeout: float) -> Deliveries:
-    from dra_metadata._inotify import Inotify
+    from dra_metadata._watch._backends.inotify import Inotify
 
     notifier = Inotify()
     try:

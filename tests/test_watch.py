@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 import dra_metadata as dm
-from dra_metadata._watch import FileState, _signature, _Tracked
+from dra_metadata._watch import FileState
+from dra_metadata._watch._session import Tracked, signature
 from dra_metadata.testing import MetadataTree, MountedMetadataTree, MountUnavailableError
 from tests.conftest import REPO, SAMPLE_ROOT, nic_tree
 
@@ -149,8 +150,8 @@ def test_the_safety_net_reads_a_file_again_unless_stat_proves_it_unchanged(
     path.write_bytes(b"{}")
     info = os.stat(path)
     changed = max(info.st_mtime_ns, info.st_ctime_ns) / 1e9
-    tracked = _Tracked(FileState(str(path)))
-    tracked.signature, tracked.read_at = _signature(info), changed + 0.5
+    tracked = Tracked(FileState(str(path)))
+    tracked.signature, tracked.read_at = signature(info), changed + 0.5
     assert not tracked.unchanged(info)  # read too soon after the change: could hide one
     tracked.read_at = changed + 2.5
     assert tracked.unchanged(info)
@@ -235,6 +236,22 @@ def test_bad_arguments_fail_when_called_not_when_iterated(
             function(root=tmp_path, **kwargs)
     with pytest.raises(error):
         dm.MetadataWatcher(root=tmp_path, **kwargs)
+
+
+def test_every_backend_opens_a_notifier_and_an_unknown_one_is_named() -> None:
+    """Each backend= value opens something that meets the Notifier protocol at run time."""
+    from dra_metadata._watch._backends import BACKENDS, Notifier, check_backend, open_notifier
+
+    assert BACKENDS == ("auto", "inotify", "watchfiles")
+    for backend in BACKENDS:
+        notifier = open_notifier(check_backend(backend))
+        try:
+            assert isinstance(notifier, Notifier), backend
+        finally:
+            notifier.close()
+    message = "backend must be 'auto', 'inotify' or 'watchfiles', not 'poll'"
+    with pytest.raises(ValueError, match=message):
+        check_backend("poll")
 
 
 # --- a watch running in a thread, with the test taking its events -----------------------

@@ -169,17 +169,16 @@ def _watch(args: argparse.Namespace) -> int:
 
 def _wait(args: argparse.Namespace) -> int:
     from .._errors import WaitTimeoutError
-    from .._watch import _all_of, has_attribute, has_generation, wait_for
+    from .._watch import has_attribute, has_generation, has_network_data, wait_for
+    from .._watch._conditions import all_of
 
     conditions: list[Callable[[DeviceMetadata], bool]] = []
     if args.condition == "network":
-        from .._watch import has_network_data
-
         conditions.append(has_network_data)
     if args.generation is not None:
         conditions.append(has_generation(args.generation))
     conditions.extend(has_attribute(name) for name in args.attribute)
-    until = _all_of(*conditions) if conditions else None
+    until = all_of(*conditions) if conditions else None
     try:
         wait_for(
             claim=args.claim,

@@ -1,4 +1,4 @@
-"""Linux inotify through ``ctypes``: per-path watches on one non-blocking descriptor.
+"""The inotify backend: Linux inotify through ``ctypes``, per-path watches on one descriptor.
 
 Why not a file-watching library: a container sees each metadata file as a
 single-file bind mount, so only a watch on the file path itself hears a host
@@ -9,13 +9,13 @@ readable exactly when something happened, a watch is added or moved by one
 system call, and waiting is a plain ``poll()`` (or the asyncio loop's reader)
 with no periodic wake-up.
 
-The notifier only says *which watched path* saw something; what happened is
-found out by looking at the path again (see :mod:`._watch`). A queue overflow
-(the kernel dropped events) is reported as such, so the caller can look at
-everything again.
+:class:`Inotify` meets :class:`~.base.Notifier`: it only says *which watched
+path* saw something; what happened is found out by looking at the path again
+(see :mod:`dra_metadata._watch._session`). A queue overflow (the kernel dropped events) is
+reported as such, so the caller can look at everything again.
 
-Importing this module loads ``ctypes``; :mod:`._watch` imports it only when a
-watch starts.
+Importing this module loads ``ctypes``; :func:`~.base.open_notifier` imports
+it only when a watch starts.
 """
 
 from __future__ import annotations

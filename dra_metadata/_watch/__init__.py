@@ -1,0 +1,76 @@
+"""Watching a request's metadata files, and waiting for deferred metadata.
+
+Network drivers write a request's metadata twice: at prepare, generation 1
+with the devices' identity; shortly after (normally before the containers
+start) the whole stream again with interface names, IPs and MAC, generation 2
+or later. :func:`wait_for` lets an init container wait for that; :func:`watch`
+and :func:`awatch` (twins with identical parameters) and
+:class:`MetadataWatcher` (handlers called from a thread) let a running
+service react when a file changes.
+
+How a container sees the files decides how they are watched. Each file is a
+read-only single-file bind mount, so:
+
+* a host writer that rewrites a file in place is heard only by a watch on the
+  file path itself (a directory watch hears nothing), and a read racing the
+  writer can see an empty or half-written file;
+* a host writer that replaces the file by rename is never seen: the mount keeps
+  the old inode, whose link count drops to 0.
+
+So every metadata file is watched itself, the request directory (or, until it
+exists, its deepest existing ancestor) for files that come and go, and a slow
+re-read of everything (``rescan_interval``, 2 s by default) catches whatever
+the kernel did not report. A read that does not decode is retried with a
+short, bounded backoff; only whole objects are delivered, and a file that
+stays undecodable for ``error_timeout`` seconds becomes an ``error`` event. For
+one claim UID a generation is delivered at most once and never goes backwards;
+a new UID (the claim was prepared again) is a new object. A file whose
+``st_nlink`` is 0 gets one ``stale`` event: later updates cannot reach this
+container.
+
+On Linux the watcher uses inotify directly (:mod:`._backends.inotify`): it
+sleeps until the kernel has something to say (or the safety net is due), and
+delivers an update well under a millisecond after the write at the median.
+Elsewhere it uses watchfiles (:mod:`._backends.watchfiles`), whose loop wakes
+every 50 ms. ``benchmarks/bench_watch.py`` measures both. The per-file
+decisions (:class:`FileState`) do no I/O and are shared by both twins; only
+the waiting differs.
+
+The modules, each importing only those above it:
+
+* :mod:`._events`: :class:`WatchEventKind` and :class:`WatchEvent`;
+* :mod:`._conditions`: what :func:`wait_for` waits for;
+* :mod:`._state`: :class:`FileState`, the per-file decisions (no I/O);
+* :mod:`._backends`: the :class:`~._backends.Notifier` protocol, the choice
+  of backend, and one module per backend;
+* :mod:`._session`: the checked plan, the session that looks at the files,
+  the run and its two drivers;
+* :mod:`._api`: the public functions and :class:`MetadataWatcher`.
+"""
+
+from __future__ import annotations
+
+from ._api import MetadataWatcher, await_for, awatch, wait_for, watch
+from ._backends import Backend
+from ._conditions import has_attribute, has_generation, has_network_data
+from ._events import WatchEvent, WatchEventKind
+from ._session import DEFAULT_RESCAN_INTERVAL
+from ._state import DEFAULT_ERROR_TIMEOUT, Change, FileState
+
+__all__ = [
+    "DEFAULT_ERROR_TIMEOUT",
+    "DEFAULT_RESCAN_INTERVAL",
+    "Backend",
+    "Change",
+    "FileState",
+    "MetadataWatcher",
+    "WatchEvent",
+    "WatchEventKind",
+    "await_for",
+    "awatch",
+    "has_attribute",
+    "has_generation",
+    "has_network_data",
+    "wait_for",
+    "watch",
+]
