@@ -30,6 +30,7 @@ from ._errors import (
     FileTooLargeError,
     InvalidNameError,
     MetadataNotFoundError,
+    PublishError,
     SymlinkError,
     WaitTimeoutError,
 )
@@ -61,6 +62,7 @@ from ._paths import (
     resource_claim_file_path,
     resource_claim_template_file_path,
 )
+from ._publish import ClaimRef, MetadataPublisher
 from ._read import (
     DEFAULT_MAX_SIZE,
     read_file,
@@ -103,6 +105,7 @@ __all__ = [
     "V1BETA1",
     "AttributeKind",
     "AttributeValue",
+    "ClaimRef",
     "DRAMetadataError",
     "DecodeError",
     "Device",
@@ -118,11 +121,13 @@ __all__ = [
     "ManagedFieldsEntry",
     "MergedDeviceMetadata",
     "MetadataNotFoundError",
+    "MetadataPublisher",
     "MetadataSource",
     "MetadataWatcher",
     "NetworkDeviceData",
     "ObjectMeta",
     "OwnerReference",
+    "PublishError",
     "SymlinkError",
     "VersionValue",
     "WaitTimeoutError",

@@ -10,7 +10,8 @@ Exception tree::
     ├── FileTooLargeError(ValueError)   a file over the configured size cap
     ├── SymlinkError                    a symbolic link in the layout, not followed
     ├── EnvError(ValueError)            metadata that cannot become environment variables
-    └── WaitTimeoutError(TimeoutError)  a wait whose condition did not hold in time
+    ├── WaitTimeoutError(TimeoutError)  a wait whose condition did not hold in time
+    └── PublishError                    a driver's metadata that could not be written or removed
 
 "Not there (yet)" and "broken" are different classes because callers act
 differently on them: an init container waits on the first and fails on the second.
@@ -36,6 +37,7 @@ __all__ = [
     "FileTooLargeError",
     "InvalidNameError",
     "MetadataNotFoundError",
+    "PublishError",
     "SymlinkError",
     "WaitTimeoutError",
     "go_escape_rune",
@@ -133,6 +135,24 @@ class WaitTimeoutError(DRAMetadataError, TimeoutError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class PublishError(DRAMetadataError):
+    """:class:`~dra_metadata.MetadataPublisher` could not do what it was asked.
+
+    A file or directory could not be written or removed (the ``OSError`` is the
+    ``__cause__``), the configured API versions are not ones the Go kubelet
+    plugin accepts, or the devices cannot become a metadata file. Nothing
+    half-written is left behind. Bad names raise :class:`InvalidNameError`; an
+    update of a request that was never prepared raises :class:`MetadataNotFoundError`.
+
+    >>> import dra_metadata as dm
+    >>> try:
+    ...     dm.MetadataPublisher("gpu.example.com", versions=[dm.V1ALPHA1])
+    ... except dm.PublishError as err:
+    ...     print(err)
+    the latest metadata version is metadata.resource.k8s.io/v1beta1 and must be enabled explicitly
+    """
 
 
 class ErrorType(enum.StrEnum):

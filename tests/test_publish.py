@@ -1,0 +1,578 @@
+"""The publisher: the node files and CDI specs a driver writes, as the Go kubelet plugin does.
+
+The first three groups port the upstream writer tests (``kubeletplugin/metadata_test.go``:
+prepare, cleanup, update) with their driver, claim and cases; the rest pin down the
+bytes, the write mechanics and the refusals.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import dra_metadata as dm
+from tests.conftest import REPO
+
+DRIVER = "example.com"
+CLAIM = dm.ClaimRef(name="my-claim", namespace="default", uid="1234-claim-uid")
+REQUEST = "gpu-request"
+
+
+@pytest.fixture
+def pub(tmp_path: Path) -> dm.MetadataPublisher:
+    """A publisher for example.com writing under tmp_path/plugin and tmp_path/cdi."""
+    return dm.MetadataPublisher(
+        DRIVER, plugin_data_dir=tmp_path / "plugin", cdi_dir=tmp_path / "cdi"
+    )
+
+
+def string_attrs(**values: str) -> dict[str, dm.DeviceAttribute]:
+    """String attributes, as the upstream tests build them."""
+    return {key: dm.DeviceAttribute(string=value) for key, value in values.items()}
+
+
+def host_file(pub: dm.MetadataPublisher, claim: dm.ClaimRef, base: str) -> Path:
+    """The node file of a base request, spelled out as the Go test spells it."""
+    directory = f"{claim.namespace}_{claim.name}"
+    return Path(pub.plugin_data_dir, "dra-device-metadata", directory, base, "metadata.json")
+
+
+def cdi_file(pub: dm.MetadataPublisher, claim: dm.ClaimRef, base: str) -> Path:
+    """The CDI spec file of a base request, spelled out."""
+    return Path(pub.cdi_dir, f"{DRIVER}_metadata_{claim.uid}_{base}.json")
+
+
+def expected_object(
+    request: str,
+    devices: list[dm.Device],
+    *,
+    generation: int = 1,
+    pod_claim_name: str | None = None,
+) -> dm.DeviceMetadata:
+    """The object upstream expects in a file: the claim's identity and one request."""
+    return dm.DeviceMetadata(
+        api_version=dm.V1BETA1,
+        metadata=dm.ObjectMeta(
+            name=CLAIM.name, namespace=CLAIM.namespace, uid=CLAIM.uid, generation=generation
+        ),
+        pod_claim_name=pod_claim_name,
+        requests=(dm.DeviceMetadataRequest(request, tuple(devices)),),
+    )
+
+
+# --- prepare (upstream TestProcessPreparedClaim) --------------------------------------------
+
+#: request, pool, device name, attributes, network data of each device, per upstream case.
+PrepareCase = list[tuple[str, str, str, dict[str, dm.DeviceAttribute], dm.NetworkDeviceData | None]]
+PREPARE_CASES: dict[str, PrepareCase] = {
+    "with-metadata": [
+        ("gpu-request", "node-1", "gpu-0", string_attrs(pciBusID="0000:03:00.0"), None)
+    ],
+    "without-metadata-deferred": [("gpu-request", "node-1", "gpu-0", {}, None)],
+    "network-device-data": [
+        (
+            "gpu-request",
+            "node-1",
+            "vf-0",
+            {},
+            dm.NetworkDeviceData(interface_name="eth0", ips=("10.0.0.5/24",)),
+        )
+    ],
+    "multiple-requests": [
+        ("gpu-request", "node-1", "gpu-0", {}, None),
+        ("nic-request", "node-1", "nic-0", {}, None),
+    ],
+    "subrequest": [
+        ("gpu-request/high-memory", "node-1", "gpu-0", string_attrs(memoryGB="80"), None)
+    ],
+}
+
+
+@pytest.mark.parametrize("case", PREPARE_CASES, ids=str)
+def test_prepare_writes_the_file_and_cdi_spec_of_each_request(
+    pub: dm.MetadataPublisher, case: str
+) -> None:
+    """Each request gets its node file (generation 1), its CDI spec and its CDI device ID."""
+    by_request: dict[str, list[dm.Device]] = {}
+    for request, pool, name, attributes, network in PREPARE_CASES[case]:
+        device = pub.device(pool, name, attributes=attributes, network_data=network)
+        by_request.setdefault(request, []).append(device)
+    for request, devices in by_request.items():
+        base = request.partition("/")[0]
+        assert pub.prepare(CLAIM, request, devices) == f"{DRIVER}/metadata={CLAIM.uid}_{base}"
+        path = host_file(pub, CLAIM, base)
+        assert dm.read_file(path) == expected_object(request, devices)
+        spec = json.loads(cdi_file(pub, CLAIM, base).read_text())
+        assert spec == {
+            "cdiVersion": "0.5.0",  # the device name starts with a digit
+            "kind": f"{DRIVER}/metadata",
+            "devices": [
+                {
+                    "name": f"{CLAIM.uid}_{base}",
+                    "containerEdits": {
+                        "mounts": [
+                            {
+                                "hostPath": str(path),
+                                "containerPath": "/var/run/kubernetes.io/dra-device-attributes"
+                                f"/resourceclaims/my-claim/{base}/{DRIVER}-metadata.json",
+                                "options": ["ro", "bind"],
+                            }
+                        ]
+                    },
+                }
+            ],
+        }
+
+
+def test_prepare_with_pod_claim_name_annotation(pub: dm.MetadataPublisher) -> None:
+    """A template's claim records podClaimName and is mounted under resourceclaimtemplates/."""
+    claim = dm.ClaimRef(
+        name=CLAIM.name, namespace=CLAIM.namespace, uid=CLAIM.uid, pod_claim_name="my-gpu"
+    )
+    device = pub.device("node-1", "gpu-0", attributes=string_attrs(model="A100"))
+    pub.prepare(claim, REQUEST, [device])
+    assert dm.read_file(host_file(pub, claim, REQUEST)) == expected_object(
+        REQUEST, [device], pod_claim_name="my-gpu"
+    )
+    (mount,) = json.loads(cdi_file(pub, claim, REQUEST).read_text())["devices"][0][
+        "containerEdits"
+    ]["mounts"]
+    assert mount["containerPath"] == (
+        "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/my-gpu/"
+        f"{REQUEST}/{DRIVER}-metadata.json"
+    )
+
+
+def test_an_empty_pod_claim_annotation_is_kept_but_mounts_by_claim_name(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """An annotation with an empty value gives podClaimName "" and the resourceclaims/ path."""
+    claim = dm.ClaimRef(name="c", namespace="ns", uid="u1", pod_claim_name="")
+    pub.prepare(claim, "r", [pub.device("p", "d")])
+    assert dm.read_file(pub.metadata_path(claim, "r")).pod_claim_name == ""
+    assert "/resourceclaims/c/r/" in pub.container_path(claim, "r")
+
+
+# --- cleanup (upstream TestCleanupClaim) ---------------------------------------------------
+
+#: requests prepared (with attributes), whether to clean up twice, the claim cleaned up.
+CleanupCase = tuple[list[tuple[str, dict[str, dm.DeviceAttribute]]], bool, dm.ClaimRef]
+CLEANUP_CASES: dict[str, CleanupCase] = {
+    "removes-files": ([(REQUEST, string_attrs(pciBusID="0000:03:00.0"))], False, CLAIM),
+    "nonexistent-claim-is-noop": (
+        [],
+        False,
+        dm.ClaimRef(name="no-claim", namespace="no-ns", uid="unknown-uid"),
+    ),
+    "idempotent": ([(REQUEST, string_attrs(pciBusID="0000:03:00.0"))], True, CLAIM),
+    "multiple-requests": ([("gpu-request", {}), ("nic-request", {})], False, CLAIM),
+    "subrequest": ([("gpu-request/high-memory", {})], False, CLAIM),
+}
+
+
+@pytest.mark.parametrize("case", CLEANUP_CASES, ids=str)
+def test_unprepare_removes_the_claim_directory_and_cdi_specs(
+    pub: dm.MetadataPublisher, case: str
+) -> None:
+    """After unprepare neither the claim's node directory nor any of its CDI specs is left."""
+    requests, clean_first, claim = CLEANUP_CASES[case]
+    for request, attributes in requests:
+        pub.prepare(CLAIM, request, [pub.device("node-1", "gpu-0", attributes=attributes)])
+    if clean_first:
+        pub.unprepare(claim)
+    pub.unprepare(claim)
+    assert not Path(pub.claim_dir(claim)).exists()
+    for request, _ in requests:
+        assert not cdi_file(pub, claim, request.partition("/")[0]).exists()
+
+
+def test_unprepare_leaves_other_claims_and_drivers_alone(tmp_path: Path) -> None:
+    """Only this claim's files go: another claim's, and another driver's specs for it, stay."""
+    gpu = dm.MetadataPublisher(DRIVER, plugin_data_dir=tmp_path / "p1", cdi_dir=tmp_path / "cdi")
+    nic = dm.MetadataPublisher(
+        "nic.example.com", plugin_data_dir=tmp_path / "p2", cdi_dir=tmp_path / "cdi"
+    )
+    other = dm.ClaimRef(name="other", namespace="default", uid="1234-claim-uid-2")
+    gpu.prepare(CLAIM, "r", [gpu.device("p", "d")])
+    gpu.prepare(other, "r", [gpu.device("p", "d")])
+    nic.prepare(CLAIM, "r", [nic.device("p", "d")])
+    gpu.unprepare(CLAIM)
+    assert sorted(os.listdir(tmp_path / "cdi")) == [
+        "example.com_metadata_1234-claim-uid-2_r.json",
+        "nic.example.com_metadata_1234-claim-uid_r.json",
+    ]
+    assert Path(gpu.metadata_path(other, "r")).exists()
+    assert Path(nic.metadata_path(CLAIM, "r")).exists()
+
+
+# --- update (upstream TestUpdateRequestMetadata) -------------------------------------------
+
+
+def test_update_rewrites_the_file_with_the_next_generation(pub: dm.MetadataPublisher) -> None:
+    """updates-file-and-generation: the devices now carry their metadata, generation 2."""
+    pub.prepare(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
+    later = [pub.device("node-1", "gpu-0", attributes=string_attrs(pciBusID="0000:03:00.0"))]
+    written = pub.update(CLAIM, REQUEST, later)
+    expected = expected_object(REQUEST, later, generation=2)
+    assert dm.read_file(host_file(pub, CLAIM, REQUEST)) == expected
+    assert written.metadata.generation == 2
+    assert written.requests == expected.requests
+
+
+@pytest.mark.parametrize(
+    ("prepared", "claim", "request_name"),
+    [
+        (False, dm.ClaimRef(name="my-claim", namespace="default", uid="unknown-uid"), REQUEST),
+        (True, CLAIM, "nonexistent-request"),
+    ],
+    ids=["unknown-claim", "unknown-request"],
+)
+def test_update_of_what_was_not_prepared_is_not_found(
+    pub: dm.MetadataPublisher, prepared: bool, claim: dm.ClaimRef, request_name: str
+) -> None:
+    """unknown-claim / unknown-request: MetadataNotFoundError, in Go's words."""
+    if prepared:
+        pub.prepare(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
+    with pytest.raises(dm.MetadataNotFoundError) as err:
+        pub.update(claim, request_name, [pub.device("node-1", "gpu-0")])
+    assert str(err.value) == (
+        f'request "{request_name}" not found in prepared claim default/my-claim'
+    )
+    assert not Path(pub.metadata_path(claim, request_name)).exists()
+
+
+def test_update_increments_the_generation_every_time(pub: dm.MetadataPublisher) -> None:
+    """increments-generation-multiple-times: two updates before the checked one give 4."""
+    pub.prepare(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
+    devices = [pub.device("node-1", "gpu-0", attributes=string_attrs(pciBusID="0000:03:00.0"))]
+    for mode in ("replace", "in-place"):
+        pub.update(CLAIM, REQUEST, devices, mode=mode)
+    pub.update(CLAIM, REQUEST, devices)
+    assert dm.read_file(host_file(pub, CLAIM, REQUEST)).metadata.generation == 4
+
+
+def test_update_of_a_subrequest_writes_the_base_request_file(pub: dm.MetadataPublisher) -> None:
+    """subrequest-update: the base request's file, the full request name inside, generation 2."""
+    ref = f"{REQUEST}/high-memory"
+    pub.prepare(CLAIM, ref, [pub.device("node-1", "gpu-0")])
+    later = [pub.device("node-1", "gpu-0", attributes=string_attrs(pciBusID="0000:03:00.0"))]
+    pub.update(CLAIM, ref, later)
+    assert dm.read_file(host_file(pub, CLAIM, REQUEST)) == expected_object(ref, later, generation=2)
+
+
+def test_update_keeps_the_files_pod_claim_name_and_replaces_the_devices(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """As Go: podClaimName comes from the file, not the call; the device list is replaced."""
+    template = dm.ClaimRef(name="c", namespace="ns", uid="u1", pod_claim_name="gpu")
+    pub.prepare(template, "gpu", [pub.device("p", "gpu-0"), pub.device("p", "gpu-1")])
+    plain = dm.ClaimRef(name="c", namespace="ns", uid="u1")
+    md = pub.update(plain, "gpu", [pub.device("p", "gpu-1")])
+    assert md.pod_claim_name == "gpu"
+    on_disk = dm.read_file(pub.metadata_path(template, "gpu"))
+    assert on_disk.pod_claim_name == "gpu"
+    assert [d.name for d in on_disk.requests[0].devices] == ["gpu-1"]
+    assert pub.update(plain, "gpu", []).requests[0].devices == ()
+
+
+def test_update_of_a_file_that_does_not_decode_is_a_decode_error(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """A broken file is not overwritten blindly: DecodeError naming it, file untouched."""
+    pub.prepare(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
+    path = Path(pub.metadata_path(CLAIM, REQUEST))
+    path.write_bytes(b"{broken")
+    with pytest.raises(dm.DecodeError, match=r"^decode existing metadata: .*metadata\.json: "):
+        pub.update(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
+    assert path.read_bytes() == b"{broken"
+
+
+# --- the bytes --------------------------------------------------------------------------------
+
+
+def test_the_file_is_encode_of_the_object_in_the_configured_versions(tmp_path: Path) -> None:
+    """The node file is byte for byte encode() of the object, versions in the order given."""
+    for versions in ([dm.V1BETA1, dm.V1ALPHA1], [dm.V1BETA1], [dm.V1ALPHA1, dm.V1BETA1]):
+        pub = dm.MetadataPublisher(
+            DRIVER, plugin_data_dir=tmp_path / "p", cdi_dir=tmp_path / "c", versions=versions
+        )
+        devices = [pub.device("n", "gpu-0", attributes=string_attrs(b="<&>", a="é"))]
+        pub.prepare(CLAIM, "r", devices)
+        data = Path(pub.metadata_path(CLAIM, "r")).read_bytes()
+        assert data == dm.encode(pub.metadata(CLAIM, "r", devices), versions)
+        assert data.count(b'"apiVersion"') == len(versions)
+
+
+def test_the_cdi_spec_is_go_indented_json_without_a_final_newline(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """The CDI spec has Go's MarshalIndent form: two-space indent, cdiVersion first, no newline."""
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    text = cdi_file(pub, CLAIM, "r").read_text()
+    assert text == json.dumps(pub.cdi_spec(CLAIM, "r"), indent=2)
+    assert text.startswith('{\n  "cdiVersion": "0.5.0",\n  "kind": "example.com/metadata",\n')
+    assert not text.endswith("\n")
+
+
+@pytest.mark.parametrize(
+    ("uid", "version"),
+    [("1234-claim-uid", "0.5.0"), ("c7e7a1b2-0000-4000-8000-000000000001", "0.3.0")],
+)
+def test_cdi_version_is_the_lowest_the_spec_needs(
+    pub: dm.MetadataPublisher, uid: str, version: str
+) -> None:
+    """A device name starting with a digit needs CDI 0.5.0; one starting with a letter 0.3.0."""
+    claim = dm.ClaimRef(name="c", namespace="ns", uid=uid)
+    assert pub.cdi_spec(claim, "r")["cdiVersion"] == version
+
+
+def test_files_are_0644_and_directories_0755_whatever_the_umask(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """Node files and CDI specs are 0644; every directory the publisher makes is 0755."""
+    old = os.umask(0o077)
+    try:
+        pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+        pub.update(CLAIM, "r", [pub.device("n", "d")], mode="in-place")
+    finally:
+        os.umask(old)
+    for path in (Path(pub.metadata_path(CLAIM, "r")), cdi_file(pub, CLAIM, "r")):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+    directory = Path(pub.metadata_path(CLAIM, "r")).parent
+    while directory != Path(pub.plugin_data_dir).parent:
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o755, directory
+        directory = directory.parent
+    assert stat.S_IMODE(Path(pub.cdi_dir).stat().st_mode) == 0o755
+
+
+def test_replace_gives_a_new_inode_and_in_place_keeps_it(pub: dm.MetadataPublisher) -> None:
+    """mode="replace" renames a new file over the old; mode="in-place" writes the same inode."""
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    path = Path(pub.metadata_path(CLAIM, "r"))
+    first = path.stat().st_ino
+    with open(path, "rb") as held:  # a reader (or a bind mount) holding the old file
+        pub.update(CLAIM, "r", [pub.device("n", "d")])
+        assert path.stat().st_ino != first
+        assert dm.decode(held.read()).metadata.generation == 1
+    second = path.stat().st_ino
+    pub.update(CLAIM, "r", [pub.device("n", "d")], mode="in-place")
+    assert path.stat().st_ino == second
+    assert dm.read_file(path).metadata.generation == 3
+    assert sorted(os.listdir(path.parent)) == ["metadata.json"]
+
+
+def test_defaults_are_the_kubelet_plugin_paths_and_versions() -> None:
+    """By default: /var/lib/kubelet/plugins/<driver>, /var/run/cdi, v1beta1 then v1alpha1."""
+    pub = dm.MetadataPublisher("gpu.example.com")
+    assert pub.plugin_data_dir == "/var/lib/kubelet/plugins/gpu.example.com"
+    assert pub.cdi_dir == "/var/run/cdi"
+    assert pub.versions == (dm.V1BETA1, dm.V1ALPHA1)
+    relative = dm.MetadataPublisher("gpu.example.com", plugin_data_dir="p", cdi_dir="c")
+    assert relative.plugin_data_dir == os.path.join(os.getcwd(), "p")  # CDI needs absolute paths
+    assert relative.cdi_dir == os.path.join(os.getcwd(), "c")
+
+
+def test_claim_ref_from_a_resource_claim_object() -> None:
+    """ClaimRef.from_resource_claim reads name, namespace, UID and the pod-claim-name annotation."""
+    claim = {"metadata": {"name": "n", "namespace": "ns", "uid": "u1"}}
+    assert dm.ClaimRef.from_resource_claim(claim) == dm.ClaimRef(name="n", namespace="ns", uid="u1")
+    with pytest.raises(dm.InvalidNameError, match="metadata object"):
+        dm.ClaimRef.from_resource_claim({"kind": "ResourceClaim"})
+    with pytest.raises(dm.InvalidNameError, match="namespace name must not be empty"):
+        dm.ClaimRef.from_resource_claim({"metadata": {"name": "n", "uid": "u"}})
+
+
+# --- refusals ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("versions", "message"),
+    [
+        ([], "metadata versions must be explicitly selected, none chosen"),
+        ([dm.V1ALPHA1], "the latest metadata version is metadata.resource.k8s.io/v1beta1"),
+        (["bogus/v99", dm.V1BETA1], 'metadata version "bogus/v99" is not supported'),
+        (dm.V1BETA1, "versions must be a list of API versions"),
+    ],
+    ids=["none", "no-v1beta1", "unknown", "one-string"],
+)
+def test_versions_are_checked_as_the_kubelet_plugin_checks_them(
+    versions: list[str], message: str
+) -> None:
+    """Versions must be named, known, and include v1beta1 (Go v1.37's EnableDeviceMetadata)."""
+    with pytest.raises(dm.PublishError, match=message):
+        dm.MetadataPublisher(DRIVER, versions=versions)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: dm.ClaimRef(name="..", namespace="ns", uid="u"), "would leave its directory"),
+        (lambda: dm.ClaimRef(name="c", namespace="a/b", uid="u"), "contains '/'"),
+        (lambda: dm.ClaimRef(name="c", namespace="ns", uid=""), "claim UID name must not be empty"),
+        (lambda: dm.ClaimRef(name="c*", namespace="ns", uid="u"), "contains '\\*'"),
+        (
+            lambda: dm.ClaimRef(name="c", namespace="ns", uid="u", pod_claim_name="x\x00"),
+            "NUL",
+        ),
+        (lambda: dm.MetadataPublisher("-gpu.example.com"), "cannot be the vendor of a CDI kind"),
+        (lambda: dm.MetadataPublisher("../etc"), "contains '/'"),
+    ],
+)
+def test_unsafe_names_are_refused_before_anything_is_written(make: object, message: str) -> None:
+    """Names that would leave their directory, or that CDI cannot hold, are InvalidNameError."""
+    assert callable(make)
+    with pytest.raises(dm.InvalidNameError, match=message):
+        make()
+
+
+@pytest.mark.parametrize(
+    ("claim", "request_name", "message"),
+    [
+        (CLAIM, "a/b/c", "more than one '/'"),
+        (CLAIM, "../x", "would leave its directory"),
+        (CLAIM, "gpu?", "contains '\\?'"),
+        (dm.ClaimRef(name="c", namespace="ns", uid="u!x"), "r", "is not valid in CDI"),
+        (CLAIM, "r-", "is not valid in CDI"),
+    ],
+)
+def test_bad_requests_and_uids_are_refused_and_nothing_is_written(
+    pub: dm.MetadataPublisher, claim: dm.ClaimRef, request_name: str, message: str
+) -> None:
+    """prepare() refuses a bad request name or a UID that makes a bad CDI name; no file appears."""
+    with pytest.raises(dm.InvalidNameError, match=message):
+        pub.prepare(claim, request_name, [pub.device("n", "d")])
+    assert not Path(pub.plugin_data_dir).exists()
+    assert not Path(pub.cdi_dir).exists()
+
+
+def test_bad_devices_are_refused_and_nothing_is_written(pub: dm.MetadataPublisher) -> None:
+    """Another driver's device, no devices, or not Device objects: PublishError, no file."""
+    cases = [
+        ([dm.Device("other.example.com", "n", "d")], "is from driver 'other.example.com'"),
+        ([], "has no devices"),
+        ([{"pool": "n", "name": "d"}], "must be Device objects"),
+        (pub.device("n", "d"), "must be a list of Device objects"),
+    ]
+    for devices, message in cases:
+        with pytest.raises(dm.PublishError, match=message):
+            pub.prepare(CLAIM, "r", devices)  # type: ignore[arg-type]  # wrong on purpose
+    with pytest.raises(dm.PublishError, match="claim must be a ClaimRef"):
+        pub.prepare("my-claim", "r", [pub.device("n", "d")])  # type: ignore[arg-type]
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    with pytest.raises(dm.PublishError, match="mode must be one of replace, in-place"):
+        pub.update(CLAIM, "r", [pub.device("n", "d")], mode="rename")  # type: ignore[arg-type]
+    assert dm.read_file(pub.metadata_path(CLAIM, "r")).metadata.generation == 1
+
+
+# --- crash safety -------------------------------------------------------------------------------
+
+
+def leftovers(root: str) -> list[str]:
+    """Every temporary file under root (the publisher's are .<name>.<random>.tmp)."""
+    return [
+        os.path.join(parent, name)
+        for parent, _, names in os.walk(root)
+        for name in names
+        if name.endswith(".tmp")
+    ]
+
+
+def test_a_device_that_cannot_be_encoded_writes_nothing(pub: dm.MetadataPublisher) -> None:
+    """A value encode() cannot write is a PublishError before any file or directory is made."""
+    bad = dm.Device(DRIVER, "n", "d", attributes={"x": object()})  # type: ignore[dict-item]
+    with pytest.raises(dm.PublishError, match=r"^encode metadata: "):
+        pub.prepare(CLAIM, "r", [bad])
+    assert not Path(pub.plugin_data_dir).exists()
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    before = Path(pub.metadata_path(CLAIM, "r")).read_bytes()
+    with pytest.raises(dm.PublishError, match=r"^encode metadata: "):
+        pub.update(CLAIM, "r", [bad])
+    assert Path(pub.metadata_path(CLAIM, "r")).read_bytes() == before
+
+
+def test_a_failed_rename_leaves_no_temporary_file(pub: dm.MetadataPublisher) -> None:
+    """When the target cannot be replaced (a directory is there) the temp file is removed."""
+    target = Path(pub.metadata_path(CLAIM, "r"))
+    (target / "occupied").mkdir(parents=True)
+    with pytest.raises(dm.PublishError, match=r"^write metadata file: .*metadata\.json: ") as err:
+        pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    assert isinstance(err.value.__cause__, OSError)
+    assert err.value.path == str(target)
+    assert leftovers(pub.plugin_data_dir) == []
+    assert not Path(pub.cdi_dir).exists()  # the spec is only written for a file that exists
+
+
+def test_a_write_that_fails_midway_leaves_no_temporary_file_and_the_old_file(
+    tmp_path: Path,
+) -> None:
+    """A real short write (file size limit, EFBIG) mid-update: old file intact, no temp left."""
+    script = textwrap.dedent(
+        f"""
+        import os, resource, signal, sys
+        sys.path.insert(0, {str(REPO)!r})
+        import dra_metadata as dm
+        pub = dm.MetadataPublisher("example.com", plugin_data_dir={str(tmp_path / "p")!r},
+                                   cdi_dir={str(tmp_path / "c")!r})
+        claim = dm.ClaimRef(name="c", namespace="ns", uid="u1")
+        pub.prepare(claim, "r", [pub.device("n", "d")])
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
+        big = {{"k": dm.DeviceAttribute(string="x" * 8192)}}
+        for mode in ("replace", "in-place"):
+            try:
+                pub.update(claim, "r", [pub.device("n", "d", attributes=big)], mode=mode)
+            except dm.PublishError as err:
+                print(mode, type(err.__cause__).__name__, err.__cause__.errno)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    # EFBIG (27): each write was cut short by the file size limit.
+    assert done.stdout.splitlines() == ["replace OSError 27", "in-place OSError 27"]
+    assert leftovers(str(tmp_path)) == []
+    # In place is not atomic (as in Go v1.36): the file holds what fit. Replace left it whole
+    # until then, which the first line shows: the update after it still read generation 1.
+    assert (tmp_path / "p/dra-device-metadata/ns_c/r/metadata.json").stat().st_size == 4096
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory nobody may write: mode 0555, and for root a read-only bind mount on itself."""
+    directory = tmp_path / "cdi"
+    directory.mkdir()
+    if os.geteuid() != 0:
+        os.chmod(directory, 0o555)
+        yield directory
+        os.chmod(directory, 0o755)
+        return
+    done = subprocess.run(["mount", "--bind", str(directory), str(directory)], check=False)
+    if done.returncode != 0:
+        pytest.skip("a read-only bind mount cannot be made here")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(directory)], check=True)
+        yield directory
+    finally:
+        subprocess.run(["umount", str(directory)], check=True)
+
+
+def test_a_read_only_directory_is_a_publish_error(tmp_path: Path, read_only_dir: Path) -> None:
+    """A CDI directory that cannot be written: PublishError naming it, no temporary file."""
+    pub = dm.MetadataPublisher(DRIVER, plugin_data_dir=tmp_path / "p", cdi_dir=read_only_dir)
+    with pytest.raises(
+        dm.PublishError,
+        match=r"^write CDI spec file: .*/cdi/example\.com_metadata_1234-claim-uid_r\.json: "
+        r"(read-only|permission)",
+    ):
+        pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    assert os.listdir(read_only_dir) == []
