@@ -417,7 +417,7 @@ def test_versions_are_checked_as_the_kubelet_plugin_checks_them(
         (lambda: dm.ClaimRef(name="..", namespace="ns", uid="u"), "would leave its directory"),
         (lambda: dm.ClaimRef(name="c", namespace="a/b", uid="u"), "contains '/'"),
         (lambda: dm.ClaimRef(name="c", namespace="ns", uid=""), "claim UID name must not be empty"),
-        (lambda: dm.ClaimRef(name="c*", namespace="ns", uid="u"), "contains '\\*'"),
+        (lambda: dm.ClaimRef(name=".", namespace="ns", uid="u"), "would leave its directory"),
         (
             lambda: dm.ClaimRef(name="c", namespace="ns", uid="u", pod_claim_name="x\x00"),
             "NUL",
@@ -438,7 +438,7 @@ def test_unsafe_names_are_refused_before_anything_is_written(make: object, messa
     [
         (CLAIM, "a/b/c", "more than one '/'"),
         (CLAIM, "../x", "would leave its directory"),
-        (CLAIM, "gpu?", "contains '\\?'"),
+        (CLAIM, "", "request name must not be empty"),
         (dm.ClaimRef(name="c", namespace="ns", uid="u!x"), "r", "is not valid in CDI"),
         (CLAIM, "r-", "is not valid in CDI"),
     ],
