@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._claims import read_resource_claim, read_resource_claim_template
 from ._decode import decode
 from ._encode import DEFAULT_VERSIONS, encode
 from ._env import env_vars
@@ -33,6 +34,14 @@ from ._errors import (
     PublishError,
     SymlinkError,
     WaitTimeoutError,
+)
+from ._inventory import (
+    Inventory,
+    MountedDevice,
+    MountedFile,
+    MountedRequest,
+    Problem,
+    inventory,
 )
 from ._model import (
     STANDARD_DOMAIN,
@@ -63,13 +72,7 @@ from ._paths import (
     resource_claim_template_file_path,
 )
 from ._publish import ClaimRef, MetadataPublisher
-from ._read import (
-    DEFAULT_MAX_SIZE,
-    read_file,
-    read_request_dir,
-    read_resource_claim,
-    read_resource_claim_template,
-)
+from ._read import DEFAULT_MAX_SIZE, read_file, read_request_dir
 
 if TYPE_CHECKING:
     from ._lint import RULES as LINT_RULES
@@ -117,6 +120,7 @@ __all__ = [
     "FieldError",
     "FileTooLargeError",
     "InvalidNameError",
+    "Inventory",
     "LintProblem",
     "ManagedFieldsEntry",
     "MergedDeviceMetadata",
@@ -124,9 +128,13 @@ __all__ = [
     "MetadataPublisher",
     "MetadataSource",
     "MetadataWatcher",
+    "MountedDevice",
+    "MountedFile",
+    "MountedRequest",
     "NetworkDeviceData",
     "ObjectMeta",
     "OwnerReference",
+    "Problem",
     "PublishError",
     "SymlinkError",
     "VersionValue",
@@ -143,6 +151,7 @@ __all__ = [
     "has_attribute",
     "has_generation",
     "has_network_data",
+    "inventory",
     "json_schema",
     "lint",
     "read_file",
@@ -164,6 +173,9 @@ _LAZY: dict[str, tuple[str, str]] = {
         name: ("_watch", name)
         for name in (
             "MetadataWatcher",
+            "MountedDevice",
+            "MountedFile",
+            "MountedRequest",
             "WatchEvent",
             "WatchEventKind",
             "await_for",
@@ -171,6 +183,7 @@ _LAZY: dict[str, tuple[str, str]] = {
             "has_attribute",
             "has_generation",
             "has_network_data",
+            "inventory",
             "wait_for",
             "watch",
         )

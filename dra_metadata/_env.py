@@ -92,11 +92,11 @@ from ._model import (
     DeviceMetadata,
     NetworkDeviceData,
 )
-from ._paths import RootArg
+from ._paths import RootArg, root_path
 from ._read import DEFAULT_MAX_SIZE
 
 if TYPE_CHECKING:
-    from ._scan import Entry
+    from ._inventory import Inventory
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -320,35 +320,42 @@ def _attribute_variable_names(qualified_names: Iterable[str]) -> dict[str, str]:
     return names
 
 
-def source_label(kind: str, claim: str, request: str) -> str:
+def source_label(kind: str, claim: str, request: str | None) -> str:
     """How messages name a request directory: ``template claim 'gpu' request 'gpu'``."""
-    return f"{'claim' if kind == 'claim' else 'template claim'} {claim!r} request {request!r}"
+    word = "claim" if kind == "claim" else "template claim"
+    return f"{word} {claim!r}" + ("" if request is None else f" request {request!r}")
 
 
 def collect(
-    entries: Iterable[Entry], *, prefix: str = DEFAULT_PREFIX
+    inv: Inventory, *, prefix: str = DEFAULT_PREFIX
 ) -> tuple[dict[str, str], list[DRAMetadataError]]:
-    """The variables of scanned entries, and the problems that kept some out.
+    """The variables of an inventory's requests, and the problems that kept some out.
 
     A request directory with a file that does not read or decode gets no
     variables at all (its device list would be incomplete); variables that two
     sources map to, and values holding a NUL, are left out. Each problem is one
     error; the variables that remain come back in output order.
     """
-    from ._scan import group, merged
-
     problems: list[DRAMetadataError] = []
     candidates: list[Variable] = []
-    for files in group(list(entries)):
-        first = files[0]
-        try:
-            md = merged(files)
-        except DRAMetadataError as err:
-            problems.append(err)
+    requests = iter(inv.requests)
+    seen: set[tuple[str, str, str]] = set()
+    for file in inv.files:  # in walk order, so that problems come in that order too
+        key = (file.kind, file.claim, file.request)
+        if key in seen:
             continue
-        request_prefix = f"{prefix}{env_name(first.claim)}_{env_name(first.request)}_"
-        source = source_label(first.kind, first.claim, first.request)
-        candidates.extend(request_variables(request_prefix, source, md))
+        seen.add(key)
+        if not file.request:  # a claim directory that could not be read
+            assert file.problem is not None
+            problems.append(file.problem.error)
+            continue
+        mounted = next(requests)
+        if mounted.problems or mounted.metadata is None:
+            problems.append(mounted.problems[0].error)
+            continue
+        request_prefix = f"{prefix}{env_name(mounted.claim)}_{env_name(mounted.request)}_"
+        source = source_label(mounted.kind, mounted.claim, mounted.request)
+        candidates.extend(request_variables(request_prefix, source, mounted.metadata))
     return _checked(candidates, problems)
 
 
@@ -423,6 +430,7 @@ def env_vars(
     >>> env["DRA_GPU_GPU_UUID"].split(",")[0]
     'GPU-8f6c2a4e-0b1d-4c55-9a1e-3d2b7c9e0f11'
     """
+    from ._inventory import from_entries
     from ._scan import scan
 
     if claim is not None and pod_claim is not None:
@@ -437,7 +445,7 @@ def env_vars(
         driver=driver,
         max_size=max_size,
     )
-    variables, problems = collect(entries, prefix=prefix)
+    variables, problems = collect(from_entries(root_path(root), entries), prefix=prefix)
     if problems:
         raise problems[0]
     return variables

@@ -82,11 +82,19 @@ class MetadataNotFoundError(DRAMetadataError, FileNotFoundError):
 
     Usually means "not yet" or "not allocated to this pod": the claim is not
     prepared, the request got no device from this driver, or the root is wrong.
+    The message says what was looked for, what exists nearby and the likely fix;
+    ``nearby`` holds the names offered instead (closest match first), ``path``
+    the deepest path looked at.
     """
 
-    def __init__(self, message: str, *, path: str | None = None) -> None:
+    nearby: tuple[str, ...]
+
+    def __init__(
+        self, message: str, *, path: str | None = None, nearby: tuple[str, ...] = ()
+    ) -> None:
         DRAMetadataError.__init__(self, message, path=path)
         self.filename = path
+        self.nearby = nearby
 
     def __str__(self) -> str:
         return str(self.args[0])

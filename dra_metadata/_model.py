@@ -460,11 +460,60 @@ class MergedDeviceMetadata(DeviceMetadata, tag="DeviceMetadata"):
 
     _NOT_WIRE: ClassVar[tuple[str, ...]] = ("kind", "apiVersion", "sources")
 
+    def _agreed(self, field: str) -> str | None:
+        values = {getattr(source, field) for source in self.sources}
+        return values.pop() if len(values) == 1 else None
+
     @property
     def claim_uid(self) -> str | None:
-        """The claim UID every file agrees on, or ``None`` when they disagree."""
-        uids = {source.claim_uid for source in self.sources}
-        return uids.pop() if len(uids) == 1 else None
+        """The claim UID every file agrees on, or ``None`` when they disagree (or none)."""
+        return self._agreed("claim_uid")
+
+    @property
+    def claim_name(self) -> str | None:
+        """The claim name every file agrees on, or ``None`` when they disagree (or none)."""
+        return self._agreed("claim_name")
+
+    @property
+    def claim_namespace(self) -> str | None:
+        """The claim namespace every file agrees on, or ``None`` when they disagree."""
+        return self._agreed("claim_namespace")
+
+    @property
+    def generations(self) -> dict[str, int]:
+        """Each driver's ``metadata.generation``, in merge order.
+
+        A merged object has no object metadata of its own (``metadata`` is empty, as
+        in Go); this is where each file's generation went.
+
+        >>> import dra_metadata as dm
+        >>> dm.read_resource_claim("nic", "eth", root="examples/dra-device-attributes").generations
+        {'sriov.example.com': 2}
+        """
+        return {source.driver: source.generation for source in self.sources}
+
+    def disagreement(self) -> str | None:
+        """What the files disagree on (claim UID, name or namespace), or ``None``.
+
+        >>> MergedDeviceMetadata().disagreement() is None
+        True
+        """
+        differing = [
+            label
+            for label, field in (
+                ("claim UID", "claim_uid"),
+                ("claim name", "claim_name"),
+                ("namespace", "claim_namespace"),
+            )
+            if len({getattr(source, field) for source in self.sources}) > 1
+        ]
+        if not differing:
+            return None
+        detail = "; ".join(
+            f"{source.driver}: {source.claim_namespace}/{source.claim_name} uid={source.claim_uid}"
+            for source in self.sources
+        )
+        return f"the files disagree on the {' and '.join(differing)} ({detail})"
 
     @property
     def conflicting_sources(self) -> tuple[MetadataSource, ...]:

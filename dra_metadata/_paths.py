@@ -10,8 +10,9 @@ Layout inside a container (KEP-5304)::
 ``req/sub`` (a subrequest of a prioritized list) lives in the directory ``req``.
 
 Every name that becomes a path part is checked first: names that would leave the
-request directory (``..``, ``/``, NUL, empty) raise :class:`InvalidNameError`
-before any file is touched.
+request directory (``..``, ``/``, NUL, empty) or that hold a glob character
+(``*``, ``?``, ``[``: no Kubernetes name does, and the Go reader would expand
+them) raise :class:`InvalidNameError` before any file is touched.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "request_dir",
     "resource_claim_file_path",
     "resource_claim_template_file_path",
+    "root_path",
 ]
 
 #: Where the kubelet mounts the metadata files inside a container.
@@ -61,7 +63,8 @@ def default_root() -> str:
     return os.environ.get(ROOT_ENV) or CONTAINER_DIR
 
 
-def _root(root: RootArg) -> str:
+def root_path(root: RootArg) -> str:
+    """``root`` as a path, or :func:`default_root` when it is ``None``."""
     return default_root() if root is None else os.fspath(root)
 
 
@@ -77,7 +80,17 @@ def check_name(kind: str, name: object) -> str:
         raise InvalidNameError(f"{kind} name {name!r} contains '/'")
     if name in (".", ".."):
         raise InvalidNameError(f"{kind} name {name!r} would leave its directory")
+    if _GLOB_CHARACTERS.intersection(name):
+        found = "".join(sorted(_GLOB_CHARACTERS.intersection(name)))
+        raise InvalidNameError(
+            f"{kind} name {name!r} contains {found!r}: Kubernetes names cannot, and names are "
+            "not patterns here; leave the request out to read every request of a claim"
+        )
     return name
+
+
+#: Characters a pattern would give a meaning to (Go's reader globs the names it is given).
+_GLOB_CHARACTERS: Final = frozenset("*?[")
 
 
 def request_base(request: object) -> str:
@@ -99,7 +112,7 @@ def request_dir(kind_subdir: str, claim: object, request: object, *, root: RootA
     claim_kind = "claim" if kind_subdir == RESOURCE_CLAIMS_SUBDIR else "pod claim"
     claim_name = check_name(claim_kind, claim)
     base = request_base(request)
-    return os.path.join(_root(root), kind_subdir, claim_name, base)
+    return os.path.join(root_path(root), kind_subdir, claim_name, base)
 
 
 def metadata_file_name(driver: object) -> str:

@@ -1,4 +1,7 @@
-"""Reading metadata files and merging a request's files across drivers.
+"""Reading metadata files, and merging a request's files across drivers.
+
+Reading by claim and request name (the layout, exactly the request asked) is
+:mod:`._claims`, built on these.
 
 One request can be served by several drivers, each writing its own
 ``<driver>-metadata.json`` into the request directory. Reading without a driver
@@ -31,23 +34,16 @@ from ._model import (
     MergedDeviceMetadata,
     MetadataSource,
 )
-from ._paths import (
-    METADATA_FILE_SUFFIX,
-    RESOURCE_CLAIM_TEMPLATES_SUBDIR,
-    RESOURCE_CLAIMS_SUBDIR,
-    RootArg,
-    driver_of,
-    metadata_file_name,
-    request_dir,
-)
+from ._paths import METADATA_FILE_SUFFIX, driver_of
 
 __all__ = [
     "DEFAULT_MAX_SIZE",
+    "decode_file",
     "merge",
+    "read_bytes",
+    "read_fd",
     "read_file",
     "read_request_dir",
-    "read_resource_claim",
-    "read_resource_claim_template",
 ]
 
 #: Files larger than this many bytes are refused unless a caller allows more.
@@ -218,51 +214,3 @@ def merge(files: list[tuple[str, DeviceMetadata]]) -> MergedDeviceMetadata:
             ", ".join(f"{s.path} has {s.claim_uid!r}" for s in (sources[0], *conflicts)),
         )
     return merged
-
-
-def read_resource_claim(
-    claim: str,
-    request: str,
-    *,
-    driver: str | None = None,
-    root: RootArg = None,
-    max_size: int = DEFAULT_MAX_SIZE,
-) -> DeviceMetadata:
-    """The metadata of ``request`` of the claim named ``claim``.
-
-    With ``driver``, that driver's file alone; without, every driver's file in the
-    request directory, merged (a :class:`MergedDeviceMetadata`).
-
-    >>> import dra_metadata as dm
-    >>> md = dm.read_resource_claim("nic", "eth", root="examples/dra-device-attributes")
-    >>> md.requests[0].devices[0].network_data.interface_name
-    'net1'
-    """
-    directory = request_dir(RESOURCE_CLAIMS_SUBDIR, claim, request, root=root)
-    if driver is not None:
-        return read_file(os.path.join(directory, metadata_file_name(driver)), max_size=max_size)
-    return read_request_dir(directory, max_size=max_size)
-
-
-def read_resource_claim_template(
-    pod_claim: str,
-    request: str,
-    *,
-    driver: str | None = None,
-    root: RootArg = None,
-    max_size: int = DEFAULT_MAX_SIZE,
-) -> DeviceMetadata:
-    """The metadata of ``request`` of a claim made from a ResourceClaimTemplate.
-
-    ``pod_claim`` is the claim's name in the pod spec (``spec.resourceClaims[].name``).
-    With ``driver``, that driver's file alone; without, all drivers' files merged.
-
-    >>> import dra_metadata as dm
-    >>> md = dm.read_resource_claim_template("gpu", "gpu", root="examples/dra-device-attributes")
-    >>> [d.attribute("uuid") for d in md.requests[0].devices]
-    ['GPU-8f6c2a4e-0b1d-4c55-9a1e-3d2b7c9e0f11', 'GPU-1c9e7b3a-5d2f-4e8a-b6c4-7a0e9d3f5b22']
-    """
-    directory = request_dir(RESOURCE_CLAIM_TEMPLATES_SUBDIR, pod_claim, request, root=root)
-    if driver is not None:
-        return read_file(os.path.join(directory, metadata_file_name(driver)), max_size=max_size)
-    return read_request_dir(directory, max_size=max_size)

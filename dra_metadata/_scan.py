@@ -39,20 +39,21 @@ from ._errors import (
     os_reason,
 )
 from ._model import DeviceMetadata, MergedDeviceMetadata
+from ._nearby import not_found
 from ._paths import (
     METADATA_FILE_SUFFIX,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
     RootArg,
     check_name,
-    default_root,
     driver_of,
     metadata_file_name,
     request_base,
+    root_path,
 )
 from ._read import DEFAULT_MAX_SIZE, decode_file, merge, read_fd
 
-__all__ = ["KINDS", "ClaimKind", "Entry", "group", "read_request", "scan"]
+__all__ = ["KINDS", "ClaimKind", "Entry", "group", "merged", "scan"]
 
 ClaimKind = Literal["claim", "template"]
 
@@ -109,11 +110,11 @@ def scan(
         check_name("claim" if kind == "claim" else "pod claim", claim)
     base = None if request is None else request_base(request)
     file_name = None if driver is None else metadata_file_name(driver)
-    top = default_root() if root is None else os.fspath(root)
+    top = root_path(root)
     try:
         root_fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
-        raise MetadataNotFoundError(f"metadata root {top}: no such directory", path=top) from None
+        raise not_found(top, kind=kind, claim=claim, request=request, driver=driver) from None
     except ValueError as err:  # a NUL in the root
         raise InvalidNameError(f"metadata root {top!r}: {err}", path=top) from None
     except OSError as err:
@@ -127,30 +128,8 @@ def scan(
         os.close(root_fd)
     entries = walker.entries
     if not entries and (claim is not None or base is not None or file_name is not None):
-        raise MetadataNotFoundError(_nothing_found(top, kind, claim, base, file_name), path=top)
+        raise not_found(top, kind=kind, claim=claim, request=request, driver=driver)
     return entries
-
-
-def _nothing_found(
-    top: str, kind: ClaimKind | None, claim: str | None, base: str | None, file_name: str | None
-) -> str:
-    if kind is not None and claim is not None and base is not None:
-        subdir = RESOURCE_CLAIMS_SUBDIR if kind == "claim" else RESOURCE_CLAIM_TEMPLATES_SUBDIR
-        directory = os.path.join(top, subdir, claim, base)
-        if file_name is not None:
-            path = os.path.join(directory, file_name)
-            return f"open metadata file: open {path}: no such file or directory"
-        return f"no metadata files found in {directory}"
-    what = []
-    if claim is not None:
-        what.append(f"{'claim' if kind == 'claim' else 'template claim'} {claim!r}")
-    elif kind is not None:
-        what.append("claims" if kind == "claim" else "template claims")
-    if base is not None:
-        what.append(f"request {base!r}")
-    if file_name is not None:
-        what.append(f"driver {driver_of(file_name)!r}")
-    return f"no metadata files found for {', '.join(what)} under {top}"
 
 
 class _Walker:
@@ -321,21 +300,3 @@ def merged(entries: list[Entry]) -> MergedDeviceMetadata:
         assert entry.metadata is not None  # an entry has metadata or an error
         files.append((entry.path, entry.metadata))
     return merge(files)
-
-
-def read_request(
-    kind: ClaimKind,
-    claim: str,
-    request: str,
-    *,
-    driver: str | None = None,
-    root: RootArg = None,
-    max_size: int = DEFAULT_MAX_SIZE,
-) -> MergedDeviceMetadata:
-    """One request's files, merged: :func:`~dra_metadata.read_resource_claim` without links.
-
-    Raises the error of the first file that does not read or decode, and
-    :class:`MetadataNotFoundError` (with the library's message) when there is no file.
-    """
-    entries = scan(root, kind=kind, claim=claim, request=request, driver=driver, max_size=max_size)
-    return merged(entries)

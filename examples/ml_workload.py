@@ -57,7 +57,7 @@ def network_report() -> list[str]:
     for _, nic in md.devices():
         net = nic.network_data
         if net is None or not net.interface_name:
-            generation = md.metadata.generation
+            generation = md.generations[nic.driver]
             lines.append(f"nic {nic.name}: no network data yet (generation {generation})")
             continue
         lines.append(

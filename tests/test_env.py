@@ -242,9 +242,7 @@ def test_two_claims_that_map_to_one_prefix_are_an_error_naming_both(
     for claim, device in (("a-b", "x"), ("a_b", "y"), ("ok", "z")):
         tree.claim(claim).request("r").device("gpu.example.com", "pool-a", device)
     tree.write()
-    from dra_metadata._scan import scan
-
-    variables, problems = _env.collect(scan(tree.root))
+    variables, problems = _env.collect(dm.inventory(tree.root))
     assert [str(p) for p in problems] == [
         "DRA_A_B_R_COUNT: claim 'a-b' request 'r' and claim 'a_b' request 'r' map to the "
         "same name (and 6 more names they share)"

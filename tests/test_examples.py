@@ -33,7 +33,7 @@ def test_sample_tree_covers_the_documented_cases() -> None:
         == (SAMPLE_ROOT / "resourceclaims/cpus/cpus/dra.cpu-metadata.json").read_bytes()
     )
     accel = dm.read_resource_claim("train", "accel", root=SAMPLE_ROOT)
-    assert len(accel.sources) == 2  # type: ignore[attr-defined]
+    assert len(accel.sources) == 2  # a MergedDeviceMetadata, by its type
     sub = dm.read_resource_claim_template("inference", "gpu", root=SAMPLE_ROOT)
     assert sub.requests[0].name == "gpu/high-memory"
     assert all(dm.validate(dm.read_file(p)) == [] for p in SAMPLE_ROOT.rglob("*-metadata.json"))

@@ -28,6 +28,7 @@ from ._common import (
     HelpFormatter,
     OutputError,
     Parser,
+    add_root,
     exit_code_for,
     fail,
 )
@@ -62,6 +63,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_root(parser, top=True)
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=Parser
     )
@@ -74,6 +76,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _command_of(arguments: list[str]) -> str | None:
+    """The command named in ``arguments``, looking past a leading ``--root DIR``."""
+    index = 0
+    while index < len(arguments):
+        argument = arguments[index]
+        if argument == "--root":
+            index += 2
+        elif argument.startswith("--root="):
+            index += 1
+        else:
+            return None if argument.startswith("-") else argument
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
@@ -82,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     66
     """
     arguments = sys.argv[1:] if argv is None else list(argv)
-    first = arguments[0] if arguments and not arguments[0].startswith("-") else None
+    first = _command_of(arguments)
     parser = build_parser(first)
     try:
         args = parser.parse_args(arguments)

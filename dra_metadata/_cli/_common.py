@@ -35,7 +35,7 @@ from .._errors import (
 )
 
 if TYPE_CHECKING:
-    from .._scan import Entry
+    from .._inventory import Inventory
 
 __all__ = [
     "EPILOG",
@@ -57,8 +57,8 @@ __all__ = [
     "check_each",
     "exit_code_for",
     "fail",
-    "scan_selection",
     "selected_claim",
+    "selected_inventory",
     "terminal_width",
     "write_stdout",
     "write_text",
@@ -164,17 +164,31 @@ def add_format(
         group.add_argument(*flags, dest="format", action="store_const", const=value, help=text)
 
 
-def add_root(parser: argparse.ArgumentParser) -> None:
-    """Add ``--root DIR``."""
-    parser.add_argument("--root", metavar="DIR", help="metadata root directory")
+def add_root(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """Add ``--root DIR``; it may come before or after the command.
+
+    The top-level parser's ``--root`` sets the default; a command's, given after
+    it, wins (``default=SUPPRESS`` keeps the command from resetting it).
+    """
+    parser.add_argument(
+        "--root",
+        metavar="DIR",
+        help="metadata root directory",
+        **({"default": None} if top else {"default": argparse.SUPPRESS}),
+    )
 
 
-def add_selection(parser: argparse.ArgumentParser, *, required: bool) -> None:
+def add_selection(
+    parser: argparse.ArgumentParser, *, required: bool, request_required: bool | None = None
+) -> None:
     """Add ``--claim``/``--template-claim``, ``--request``, ``--driver`` and ``--root``.
 
-    With ``required`` one claim and the request must be given (the command reads
-    one request); without it they narrow down what the command looks at.
+    With ``required`` one claim must be given, and the request too unless
+    ``request_required`` is false (then every request of the claim is read);
+    without it they narrow down what the command looks at.
     """
+    if request_required is None:
+        request_required = required
     which = parser.add_mutually_exclusive_group(required=required)
     which.add_argument(
         "--claim", metavar="NAME", help="a claim referenced by name (resourceclaims/NAME)"
@@ -185,7 +199,11 @@ def add_selection(parser: argparse.ArgumentParser, *, required: bool) -> None:
         help="a claim made from a template, by its pod-spec name (resourceclaimtemplates/NAME)",
     )
     parser.add_argument(
-        "--request", required=required, metavar="NAME", help="request name (req or req/sub)"
+        "--request",
+        required=request_required,
+        metavar="NAME",
+        help="request name (req or req/sub)"
+        + ("" if request_required else "; every request of the claim when left out"),
     )
     parser.add_argument("--driver", metavar="NAME", help="only this driver's file")
     add_root(parser)
@@ -202,12 +220,20 @@ def selected_claim(
     return None, None
 
 
-def scan_selection(args: argparse.Namespace) -> list[Entry]:
-    """Every metadata file the selection options (``add_selection``) pick, read by layout."""
+def selected_inventory(args: argparse.Namespace) -> Inventory:
+    """The inventory of what the selection options (``add_selection``) pick, read by layout.
+
+    Raises :class:`~dra_metadata.MetadataNotFoundError` when the root is missing or
+    a named claim, request or driver is not there.
+    """
+    from .._inventory import from_entries
+    from .._paths import root_path
     from .._scan import scan
 
     kind, claim = selected_claim(args)
-    return scan(args.root, kind=kind, claim=claim, request=args.request, driver=args.driver)
+    top = root_path(args.root)
+    entries = scan(top, kind=kind, claim=claim, request=args.request, driver=args.driver)
+    return from_entries(top, entries)
 
 
 def check_each(paths: Sequence[str], check: Callable[[str], tuple[Sequence[object], str]]) -> int:

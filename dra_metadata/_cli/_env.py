@@ -14,7 +14,7 @@ from ._common import (
     add_selection,
     exit_code_for,
     fail,
-    scan_selection,
+    selected_inventory,
     write_stdout,
 )
 
@@ -78,8 +78,7 @@ def register(commands: Commands) -> None:
 def _env(args: argparse.Namespace) -> int:
     from .._env import collect, render
 
-    entries = scan_selection(args)
-    variables, problems = collect(entries, prefix=args.prefix)
+    variables, problems = collect(selected_inventory(args), prefix=args.prefix)
     data, refused = render(variables, args.format)
     write_stdout(data)
     worst = EXIT_OK

@@ -50,7 +50,7 @@ def register(commands: Commands) -> None:
         summary="print one attribute of every device of a request, one per line",
         description=_DESCRIPTION,
     )
-    add_selection(parser, required=True)
+    add_selection(parser, required=True, request_required=False)
     add_format(
         parser,
         ("lines", "json", "null"),
@@ -82,8 +82,8 @@ def value_of(device: Device, name: str) -> AttributeValue | None:
 
 
 def _get(args: argparse.Namespace) -> int:
+    from .._claims import read_request
     from .._env import format_value, source_label
-    from .._scan import read_request
 
     kind, claim = selected_claim(args)
     assert kind is not None, "the parser requires --claim or --template-claim"

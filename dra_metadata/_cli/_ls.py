@@ -13,13 +13,12 @@ from ._common import (
     add_selection,
     exit_code_for,
     fail,
-    scan_selection,
+    selected_inventory,
     write_stdout,
 )
 
 if TYPE_CHECKING:
-    from .._errors import DRAMetadataError
-    from .._scan import Entry
+    from .._inventory import MountedFile
 
 __all__ = ["register", "row", "table"]
 
@@ -31,8 +30,8 @@ below the root are not followed), sorted: one row per file with its claim kind,
 claim, request, driver, decoded API version, generation, number of devices and
 status. A file that does not decode, or cannot be read, keeps its row with a
 status other than "ok" and its error on stderr; the exit code is then the
-worst such file's (65 not decodable, 66 unreadable). An empty root lists
-nothing and exits 0; a missing root exits 66.
+worst such file's (65 not decodable, 66 unreadable). A root with nothing in it
+prints the header, says so on stderr and exits 0; a missing root exits 66.
 """
 
 _HEADER: Final = (
@@ -65,34 +64,48 @@ def register(commands: Commands) -> None:
 
 def _ls(args: argparse.Namespace) -> int:
 
-    entries = scan_selection(args)
-    rows = [row(entry) for entry in entries]
-    if args.format == "json":
-        import msgspec
+    from .._errors import MetadataNotFoundError
 
-        write_stdout(msgspec.json.format(msgspec.json.encode(rows), indent=2) + b"\n")
-    elif rows:
-        write_stdout(table(rows).encode("utf-8"))
+    try:
+        inv = selected_inventory(args)
+    except MetadataNotFoundError as err:
+        _write_rows([], args.format)  # the header still says what the columns would be
+        fail(str(err))
+        return exit_code_for(err)
+    _write_rows([row(file) for file in inv.files], args.format)
+    if not inv.files:
+        from .._nearby import MOUNT_HINT
+
+        fail(f"nothing is mounted under {inv.root}: {MOUNT_HINT}")
     worst = EXIT_OK
-    for entry in entries:
-        if entry.error is not None:
-            fail(str(entry.error))
-            worst = max(worst, exit_code_for(entry.error))
+    for problem in inv.problems:
+        fail(problem.message)
+        worst = max(worst, exit_code_for(problem.error))
     return worst
 
 
-def row(entry: Entry) -> dict[str, object]:
-    """The JSON object of one entry; the table shows a subset of it."""
-    md = entry.metadata
+def _write_rows(rows: list[dict[str, object]], form: str) -> None:
+    if form == "json":
+        import msgspec
+
+        write_stdout(msgspec.json.format(msgspec.json.encode(rows), indent=2) + b"\n")
+    else:
+        write_stdout(table(rows).encode("utf-8"))
+
+
+def row(file: MountedFile) -> dict[str, object]:
+    """The JSON object of one file (or place of the layout); the table shows a subset of it."""
+    md = file.metadata
     meta = None if md is None else md.metadata
+    problem = file.problem
     return {
-        "kind": entry.kind,
-        "claim": printable(entry.claim),
-        "request": printable(entry.request),
-        "driver": printable(entry.driver),
-        "path": printable(entry.path),
-        "status": status(entry.error),
-        "error": None if entry.error is None else printable(str(entry.error)),
+        "kind": file.kind,
+        "claim": printable(file.claim),
+        "request": printable(file.request),
+        "driver": printable(file.driver),
+        "path": printable(file.path),
+        "status": "ok" if problem is None else problem.status,
+        "error": None if problem is None else printable(problem.message),
         "apiVersion": None if md is None else md.api_version,
         "generation": None if meta is None else meta.generation,
         "devices": None if md is None else sum(len(r.devices) for r in md.requests),
@@ -102,23 +115,6 @@ def row(entry: Entry) -> dict[str, object]:
         "claimName": None if meta is None else meta.name,
         "claimUID": None if meta is None else meta.uid,
     }
-
-
-def status(error: DRAMetadataError | None) -> str:
-    """One word for the table: ``ok``, ``undecodable``, ``too-large``, ``symlink``..."""
-    from .._errors import DecodeError, FileTooLargeError, MetadataNotFoundError, SymlinkError
-
-    if error is None:
-        return "ok"
-    if isinstance(error, DecodeError):
-        return "undecodable"
-    if isinstance(error, FileTooLargeError):
-        return "too-large"
-    if isinstance(error, SymlinkError):
-        return "symlink"
-    if isinstance(error, MetadataNotFoundError):
-        return "missing"
-    return "unreadable"
 
 
 def table(rows: list[dict[str, object]]) -> str:

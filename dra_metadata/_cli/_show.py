@@ -18,7 +18,7 @@ def register(commands: Commands) -> None:
         summary="print the metadata of one request, merged across drivers",
         description="Print the metadata of one request as one JSON document (or a summary).",
     )
-    add_selection(parser, required=True)
+    add_selection(parser, required=True, request_required=False)
     add_format(
         parser,
         ("json", "summary"),
@@ -28,7 +28,7 @@ def register(commands: Commands) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from .._read import read_resource_claim, read_resource_claim_template
+    from .._claims import read_resource_claim, read_resource_claim_template
 
     if args.claim is not None:
         md = read_resource_claim(args.claim, args.request, driver=args.driver, root=args.root)
@@ -37,11 +37,9 @@ def _show(args: argparse.Namespace) -> int:
             args.template_claim, args.request, driver=args.driver, root=args.root
         )
     if isinstance(md, MergedDeviceMetadata):
-        for source in md.conflicting_sources:
-            fail(
-                f"warning: {source.path} belongs to claim UID {source.claim_uid!r}, "
-                f"not {md.sources[0].claim_uid!r}"
-            )
+        disagreement = md.disagreement()
+        if disagreement is not None:
+            fail(f"warning: {disagreement}")
     if args.format == "json":
         import json  # here, not at the top: the other commands start faster without it
 
@@ -57,16 +55,25 @@ def summary(md: DeviceMetadata) -> str:
     if md.pod_claim_name is not None:
         lines.append(f"pod claim: {md.pod_claim_name}")
     meta = md.metadata
-    if meta.name or meta.uid:
-        lines.append(
-            f"claim: {meta.namespace}/{meta.name} uid={meta.uid} generation={meta.generation}"
-        )
     if isinstance(md, MergedDeviceMetadata):
+        disagreement = md.disagreement()
+        if disagreement is not None:
+            lines.append(f"claim: (unknown: {disagreement})")
+        elif md.sources:
+            generations = ", ".join(f"{driver}={n}" for driver, n in md.generations.items())
+            lines.append(
+                f"claim: {md.claim_namespace}/{md.claim_name} uid={md.claim_uid} "
+                f"generation: {generations}"
+            )
         for source in md.sources:
             lines.append(
                 f"file: {source.path} (claim {source.claim_namespace}/{source.claim_name}, "
                 f"uid={source.claim_uid}, generation={source.generation}, {source.api_version})"
             )
+    elif meta.name or meta.uid:
+        lines.append(
+            f"claim: {meta.namespace}/{meta.name} uid={meta.uid} generation={meta.generation}"
+        )
     for request in md.requests:
         lines.append(f"request {request.name}: {len(request.devices)} device(s)")
         for device in request.devices:

@@ -1,0 +1,209 @@
+"""Reading a claim's metadata by name: exactly the request asked, or every request.
+
+The readers walk the documented layout with :func:`~dra_metadata._scan.scan`, so
+they follow no symbolic link below the root (the root itself may be one), and
+every "not there" is worded by :mod:`._nearby`. Beyond what the Go reference
+does, on purpose:
+
+* a subrequest is checked: asking for ``gpu/low-memory`` when the claim got
+  ``gpu/high-memory`` is a :class:`~dra_metadata.MetadataNotFoundError` naming the
+  one that was allocated (Go reads the directory ``gpu`` and returns it);
+* leaving the request out reads every request of the claim, merged (what Go
+  callers get by passing ``*``, which Go globs; here names are never patterns).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, overload
+
+from ._model import DeviceMetadata, DeviceMetadataRequest, MergedDeviceMetadata
+from ._nearby import closest_first
+from ._paths import RootArg, check_name, request_base, root_path
+from ._read import DEFAULT_MAX_SIZE
+from ._scan import ClaimKind, Entry, merged, scan
+
+__all__ = ["exact_request", "read_request", "read_resource_claim", "read_resource_claim_template"]
+
+
+def read_request(
+    kind: ClaimKind,
+    claim: str,
+    request: str | None = None,
+    *,
+    driver: str | None = None,
+    root: RootArg = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> MergedDeviceMetadata:
+    """The files of one claim's request (every request when ``None``), merged.
+
+    Raises the error of the first file that does not read or decode, and
+    :class:`~dra_metadata.MetadataNotFoundError` when nothing matches.
+    """
+    return _read_entries(kind, claim, request, driver, root, max_size)[0]
+
+
+def _read_entries(
+    kind: ClaimKind,
+    claim: str,
+    request: str | None,
+    driver: str | None,
+    root: RootArg,
+    max_size: int,
+) -> tuple[MergedDeviceMetadata, list[Entry]]:
+    check_name("claim" if kind == "claim" else "pod claim", claim)
+    if request is not None:
+        request_base(request)
+    if driver is not None:
+        check_name("driver", driver)
+    top = root_path(root)
+    entries = scan(top, kind=kind, claim=claim, request=request, driver=driver, max_size=max_size)
+    md = merged(entries)
+    if request is not None:
+        md = exact_request(md, request, top, kind, claim)
+    return md, entries
+
+
+def exact_request(
+    md: MergedDeviceMetadata, request: str, root: str, kind: ClaimKind, claim: str
+) -> MergedDeviceMetadata:
+    """``md`` narrowed to ``request`` when it names a subrequest; a not-found when not allocated.
+
+    A base request name (``gpu``) keeps everything: it answers with whatever
+    subrequest was allocated.
+    """
+    if "/" not in request:
+        return md
+    kept = tuple(r for r in md.requests if r.name == request)
+    if len(kept) == len(md.requests):
+        return md
+    if kept:
+        return MergedDeviceMetadata(
+            api_version=md.api_version,
+            pod_claim_name=md.pod_claim_name,
+            requests=kept,
+            sources=md.sources,
+        )
+    from ._errors import MetadataNotFoundError
+
+    base = request_base(request)
+    allocated = [r.name for r in md.requests if r.name.partition("/")[0] == base]
+    others = allocated or [r.name for r in md.requests]
+    word = "claim" if kind == "claim" else "template claim"
+    directory = md.sources[0].path.rpartition("/")[0] if md.sources else root
+    if allocated:
+        detail = f"request {base!r} of {word} {claim!r} was allocated as {', '.join(allocated)}"
+    else:
+        detail = f"the files hold the requests {', '.join(others) or '(none)'}"
+    return_hint = f"; ask for {base!r} to read whatever subrequest was allocated"
+    raise MetadataNotFoundError(
+        f"subrequest {request!r} was not allocated: {detail}{return_hint}",
+        path=directory,
+        nearby=tuple(closest_first(request, others)),
+    )
+
+
+@overload
+def read_resource_claim(
+    claim: str,
+    request: str | None = None,
+    *,
+    driver: None = None,
+    root: RootArg = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> MergedDeviceMetadata: ...
+@overload
+def read_resource_claim(
+    claim: str,
+    request: str | None = None,
+    *,
+    driver: str,
+    root: RootArg = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> DeviceMetadata: ...
+def read_resource_claim(
+    claim: str,
+    request: str | None = None,
+    *,
+    driver: str | None = None,
+    root: RootArg = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> DeviceMetadata:
+    """The metadata of ``request`` of the claim named ``claim`` (``resourceclaims/<claim>``).
+
+    ``request`` is ``req`` (whatever subrequest was allocated), ``req/sub``
+    (exactly that subrequest, else :class:`~dra_metadata.MetadataNotFoundError`
+    naming the one allocated) or ``None`` (every request of the claim). With
+    ``driver``, that driver's file alone, as a :class:`DeviceMetadata`; without,
+    every driver's file merged, as a :class:`MergedDeviceMetadata`.
+
+    >>> import dra_metadata as dm
+    >>> md = dm.read_resource_claim("nic", "eth", root="examples/dra-device-attributes")
+    >>> md.requests[0].devices[0].network_data.interface_name
+    'net1'
+    """
+    return _read("claim", claim, request, driver, root, max_size)
+
+
+@overload
+def read_resource_claim_template(
+    pod_claim: str,
+    request: str | None = None,
+    *,
+    driver: None = None,
+    root: RootArg = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> MergedDeviceMetadata: ...
+@overload
+def read_resource_claim_template(
+    pod_claim: str,
+    request: str | None = None,
+    *,
+    driver: str,
+    root: RootArg = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> DeviceMetadata: ...
+def read_resource_claim_template(
+    pod_claim: str,
+    request: str | None = None,
+    *,
+    driver: str | None = None,
+    root: RootArg = None,
+    max_size: int = DEFAULT_MAX_SIZE,
+) -> DeviceMetadata:
+    """The metadata of ``request`` of a claim made from a ResourceClaimTemplate.
+
+    ``pod_claim`` is the claim's name in the pod spec (``spec.resourceClaims[].name``).
+    ``request`` and ``driver`` work as in :func:`read_resource_claim`.
+
+    >>> import dra_metadata as dm
+    >>> md = dm.read_resource_claim_template("gpu", "gpu", root="examples/dra-device-attributes")
+    >>> [d.attribute("uuid") for d in md.requests[0].devices]
+    ['GPU-8f6c2a4e-0b1d-4c55-9a1e-3d2b7c9e0f11', 'GPU-1c9e7b3a-5d2f-4e8a-b6c4-7a0e9d3f5b22']
+    >>> dm.read_resource_claim_template("inference", "gpu", root="examples/dra-device-attributes"
+    ...                                 ).requests[0].name
+    'gpu/high-memory'
+    """
+    return _read("template", pod_claim, request, driver, root, max_size)
+
+
+def _read(
+    kind: Literal["claim", "template"],
+    claim: str,
+    request: str | None,
+    driver: str | None,
+    root: RootArg,
+    max_size: int,
+) -> DeviceMetadata:
+    md, entries = _read_entries(kind, claim, request, driver, root, max_size)
+    if driver is None or len(entries) != 1:
+        return md  # merged (one driver's files of every request, with request=None)
+    # One driver's file: the file's own object, narrowed as the merged one was.
+    single = entries[0].metadata
+    assert single is not None  # merged() raised the entry's error otherwise
+    if len(md.requests) == len(single.requests):
+        return single
+    names = {r.name for r in md.requests}
+    kept: tuple[DeviceMetadataRequest, ...] = tuple(r for r in single.requests if r.name in names)
+    import msgspec.structs
+
+    return msgspec.structs.replace(single, requests=kept)

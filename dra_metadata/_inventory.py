@@ -1,0 +1,443 @@
+"""What was I given? Everything mounted in this container, in one object.
+
+:func:`inventory` walks the metadata root by the documented layout (no link
+below the root is followed, no file outside the layout is opened) and returns an
+:class:`Inventory`: per request directory a :class:`MountedRequest` (claim kind,
+claim or pod-claim name, request, the allocated subrequest, drivers, merged
+devices, the claim's identity and each file's generation), every device across
+all claims as a :class:`MountedDevice` that knows its claim and request, and the
+files that could not be used as :class:`Problem` records: data, never raised.
+
+The ``ls`` and ``env`` commands are built on it.
+
+>>> import dra_metadata as dm
+>>> inv = dm.inventory("examples/dra-device-attributes")
+>>> [(r.kind, r.claim, r.request, r.drivers) for r in inv.requests][:2]
+[('claim', 'cpus', 'cpus', ('dra.cpu',)), ('claim', 'nic', 'eth', ('sriov.example.com',))]
+>>> [d.name for d in inv.devices(driver="gpu.example.com")]
+['gpu-0', 'gpu-0', 'gpu-1', 'gpu-2']
+>>> [(d.claim, d.request) for d in inv.devices(where={"index": 1})]
+[('gpu', 'gpu')]
+>>> inv.request("inference", "gpu").subrequest
+'gpu/high-memory'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Literal
+
+import msgspec
+
+from ._errors import (
+    DecodeError,
+    DRAMetadataError,
+    FileTooLargeError,
+    MetadataNotFoundError,
+    SymlinkError,
+)
+from ._model import (
+    AttributeValue,
+    Device,
+    DeviceAttribute,
+    DeviceMetadata,
+    MergedDeviceMetadata,
+    NetworkDeviceData,
+)
+from ._paths import RootArg, root_path
+from ._read import DEFAULT_MAX_SIZE, merge
+from ._scan import ClaimKind, Entry, scan
+
+__all__ = [
+    "Inventory",
+    "MountedDevice",
+    "MountedFile",
+    "MountedRequest",
+    "Problem",
+    "ProblemKind",
+    "from_entries",
+    "inventory",
+    "problem_kind",
+]
+
+#: Why a file or directory of the layout could not be used.
+ProblemKind = Literal["undecodable", "too-large", "symlink", "unreadable", "missing"]
+
+
+def problem_kind(error: DRAMetadataError) -> ProblemKind:
+    """One word for what went wrong: ``undecodable``, ``too-large``, ``symlink``..."""
+    if isinstance(error, DecodeError):
+        return "undecodable"
+    if isinstance(error, FileTooLargeError):
+        return "too-large"
+    if isinstance(error, SymlinkError):
+        return "symlink"
+    if isinstance(error, MetadataNotFoundError):
+        return "missing"
+    return "unreadable"
+
+
+class Problem(msgspec.Struct, frozen=True, gc=False):
+    """A file or directory of the layout that could not be used, and why.
+
+    ``status`` is one word (:data:`ProblemKind`), ``message`` the error's text
+    (``error`` the exception itself, to raise or inspect). ``request`` and
+    ``driver`` are ``""`` for a claim directory that could not be read.
+    """
+
+    status: ProblemKind
+    kind: ClaimKind
+    claim: str
+    request: str
+    driver: str
+    path: str
+    message: str
+    error: DRAMetadataError
+
+
+class MountedFile(msgspec.Struct, frozen=True, gc=False):
+    """One place of the layout as found: a file's metadata, or the problem it has."""
+
+    kind: ClaimKind
+    claim: str
+    request: str
+    driver: str
+    path: str
+    metadata: DeviceMetadata | None = None
+    problem: Problem | None = None
+
+
+class MountedDevice(msgspec.Struct, frozen=True, gc=False):
+    """A device, with the claim and request it was allocated for.
+
+    It reads like a :class:`~dra_metadata.Device` (``driver``, ``name``,
+    ``attribute()``, ``pci_bus_id``, ``numa_nodes`` ...); ``device`` is the
+    device itself. ``request`` is the request's name as allocated
+    (``gpu/high-memory`` for a subrequest), ``base_request`` its directory.
+    """
+
+    device: Device
+    kind: ClaimKind
+    claim: str
+    request: str
+    base_request: str
+
+    @property
+    def driver(self) -> str:
+        """The DRA driver that allocated the device."""
+        return self.device.driver
+
+    @property
+    def pool(self) -> str:
+        """The resource pool the device is in."""
+        return self.device.pool
+
+    @property
+    def name(self) -> str:
+        """The device's name within its pool."""
+        return self.device.name
+
+    @property
+    def id(self) -> str:
+        """``<driver>/<pool>/<name>``: unique within a cluster."""
+        return f"{self.device.driver}/{self.device.pool}/{self.device.name}"
+
+    @property
+    def attributes(self) -> dict[str, DeviceAttribute]:
+        """The device's attributes, as its driver keyed them."""
+        return self.device.attributes
+
+    @property
+    def network_data(self) -> NetworkDeviceData | None:
+        """The device's network data, when its driver reported any."""
+        return self.device.network_data
+
+    def attribute(self, name: str, default: AttributeValue | None = None) -> AttributeValue | None:
+        """The value of attribute ``name`` (see :meth:`Device.attribute`)."""
+        return self.device.attribute(name, default)
+
+    def find_attribute(self, name: str) -> DeviceAttribute | None:
+        """The attribute entry for ``name`` (see :meth:`Device.find_attribute`)."""
+        return self.device.find_attribute(name)
+
+    @property
+    def pci_bus_id(self) -> str | None:
+        """The standard ``pciBusID`` attribute."""
+        return self.device.pci_bus_id
+
+    @property
+    def pcie_root(self) -> str | None:
+        """The standard ``pcieRoot`` attribute."""
+        return self.device.pcie_root
+
+    @property
+    def numa_nodes(self) -> tuple[int, ...]:
+        """The standard ``numaNode`` attribute, as a tuple."""
+        return self.device.numa_nodes
+
+    @property
+    def numa_node(self) -> int | None:
+        """The device's own NUMA node."""
+        return self.device.numa_node
+
+    @property
+    def claim_label(self) -> str:
+        """How messages name the claim: ``claim 'nic'`` or ``template claim 'gpu'``."""
+        return f"{'claim' if self.kind == 'claim' else 'template claim'} {self.claim!r}"
+
+
+class MountedRequest(msgspec.Struct, frozen=True, gc=False):
+    """One request directory: what was mounted for one request of one claim.
+
+    ``claim`` is the claim's name (``kind == "claim"``) or the pod's name for a
+    claim made from a template (``kind == "template"``); ``request`` is the
+    directory (the base request name). ``metadata`` merges the files that could
+    be read (``None`` when none could); ``problems`` lists the others: with any,
+    the device list may be incomplete.
+    """
+
+    kind: ClaimKind
+    claim: str
+    request: str
+    path: str
+    files: tuple[MountedFile, ...]
+    metadata: MergedDeviceMetadata | None
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Every file was read and decoded."""
+        return not self.problems
+
+    @property
+    def drivers(self) -> tuple[str, ...]:
+        """The drivers whose files are here, in merge order (problem files included)."""
+        return tuple(file.driver for file in self.files)
+
+    @property
+    def request_names(self) -> tuple[str, ...]:
+        """The request names the files hold (``gpu`` or ``gpu/high-memory``)."""
+        return () if self.metadata is None else tuple(r.name for r in self.metadata.requests)
+
+    @property
+    def subrequest(self) -> str | None:
+        """The subrequest that was allocated (``gpu/high-memory``), or ``None``."""
+        for name in self.request_names:
+            if "/" in name:
+                return name
+        return None
+
+    @property
+    def devices(self) -> tuple[MountedDevice, ...]:
+        """The merged devices, each knowing its claim and request."""
+        md = self.metadata
+        if md is None:
+            return ()
+        return tuple(
+            MountedDevice(device, self.kind, self.claim, request.name, self.request)
+            for request in md.requests
+            for device in request.devices
+        )
+
+    @property
+    def claim_name(self) -> str | None:
+        """The ResourceClaim's name, when its files agree on it."""
+        return None if self.metadata is None else self.metadata.claim_name
+
+    @property
+    def claim_namespace(self) -> str | None:
+        """The ResourceClaim's namespace, when its files agree on it."""
+        return None if self.metadata is None else self.metadata.claim_namespace
+
+    @property
+    def claim_uid(self) -> str | None:
+        """The ResourceClaim's UID, when its files agree on it."""
+        return None if self.metadata is None else self.metadata.claim_uid
+
+    @property
+    def generations(self) -> dict[str, int]:
+        """Each driver's ``metadata.generation`` (files that decoded)."""
+        return {} if self.metadata is None else self.metadata.generations
+
+    @property
+    def label(self) -> str:
+        """How messages name it: ``template claim 'gpu' request 'gpu'``."""
+        word = "claim" if self.kind == "claim" else "template claim"
+        return f"{word} {self.claim!r} request {self.request!r}"
+
+
+class Inventory(msgspec.Struct, frozen=True, gc=False):
+    """Everything mounted under one metadata root: requests, devices, problems.
+
+    ``exists`` is false when the root itself is missing (nothing is mounted);
+    ``files`` lists every place of the layout found, in walk order (claims
+    before templates, names in byte order).
+    """
+
+    root: str
+    exists: bool
+    requests: tuple[MountedRequest, ...] = ()
+    files: tuple[MountedFile, ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+    def __iter__(self) -> Iterator[MountedRequest]:
+        return iter(self.requests)
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+    def request(
+        self, claim: str, request: str, *, kind: ClaimKind | None = None
+    ) -> MountedRequest | None:
+        """The request directory ``request`` (``req`` or ``req/sub``) of ``claim``, if mounted."""
+        base = request.partition("/")[0]
+        for found in self.requests:
+            if found.claim == claim and found.request == base and kind in (None, found.kind):
+                if "/" in request and request not in found.request_names:
+                    return None
+                return found
+        return None
+
+    def claims(self) -> list[tuple[ClaimKind, str]]:
+        """The ``(kind, claim)`` pairs that have at least one request directory."""
+        seen: dict[tuple[ClaimKind, str], None] = {}
+        for found in self.requests:
+            seen.setdefault((found.kind, found.claim), None)
+        return list(seen)
+
+    @property
+    def drivers(self) -> tuple[str, ...]:
+        """Every driver with a file here, in byte order."""
+        return tuple(sorted({file.driver for file in self.files if file.driver}, key=os.fsencode))
+
+    def devices(
+        self,
+        *,
+        driver: str | None = None,
+        kind: ClaimKind | None = None,
+        claim: str | None = None,
+        request: str | None = None,
+        has: str | Iterable[str] = (),
+        where: Mapping[str, object] | None = None,
+    ) -> list[MountedDevice]:
+        """Every device across all claims and requests, optionally narrowed.
+
+        ``driver``, ``kind``, ``claim`` and ``request`` (a base request, or a
+        ``req/sub`` name) keep what matches; ``has`` keeps devices that have
+        every named attribute; ``where`` those whose attributes have the given
+        values (names resolve as :meth:`Device.attribute` resolves them).
+
+        >>> import dra_metadata as dm
+        >>> inv = dm.inventory("examples/dra-device-attributes")
+        >>> [d.name for d in inv.devices(has="resource.kubernetes.io/pcieRoot")]
+        ['enp94s0f0v3', 'gpu-0', 'mlx5-0', 'gpu-3']
+        """
+        wanted = (has,) if isinstance(has, str) else tuple(has)
+        conditions = dict(where or {})
+        found: list[MountedDevice] = []
+        for mounted in self.requests:
+            if kind is not None and mounted.kind != kind:
+                continue
+            if claim is not None and mounted.claim != claim:
+                continue
+            for device in mounted.devices:
+                if driver is not None and device.driver != driver:
+                    continue
+                if request is not None and request not in (device.request, device.base_request):
+                    continue
+                if any(device.find_attribute(name) is None for name in wanted):
+                    continue
+                if not all(_has_value(device, name, value) for name, value in conditions.items()):
+                    continue
+                found.append(device)
+        return found
+
+
+def _has_value(device: MountedDevice, name: str, value: object) -> bool:
+    found = device.find_attribute(name)
+    return found is not None and found.value == value
+
+
+def inventory(root: RootArg = None, *, max_size: int = DEFAULT_MAX_SIZE) -> Inventory:
+    """Everything mounted in this container: every request, device and problem.
+
+    ``root`` defaults to ``$DRA_METADATA_ROOT``, else the container directory.
+    Never raises for what the node wrote: files that cannot be read or decoded
+    are :attr:`Inventory.problems`, a missing root an empty inventory with
+    ``exists`` false.
+
+    >>> import dra_metadata as dm
+    >>> inv = dm.inventory("examples/dra-device-attributes")
+    >>> len(inv.requests), len(inv.devices()), inv.problems
+    (6, 11, ())
+    """
+    top = root_path(root)
+    try:
+        entries = scan(top, max_size=max_size)
+    except MetadataNotFoundError:
+        return Inventory(root=top, exists=False)
+    return from_entries(top, entries)
+
+
+def from_entries(root: str, entries: list[Entry]) -> Inventory:
+    """The inventory of entries :func:`~dra_metadata._scan.scan` found under ``root``."""
+    files = [_file(entry) for entry in entries]
+    requests: list[MountedRequest] = []
+    index = 0
+    while index < len(files):
+        first = files[index]
+        end = index + 1
+        while end < len(files) and _key(files[end]) == _key(first):
+            end += 1
+        group = files[index:end]
+        index = end
+        if not first.request:  # a claim directory that could not be read
+            continue
+        readable = [(f.path, f.metadata) for f in group if f.metadata is not None]
+        requests.append(
+            MountedRequest(
+                kind=first.kind,
+                claim=first.claim,
+                request=first.request,
+                path=os.path.dirname(first.path) if first.driver else first.path,
+                files=tuple(group),
+                metadata=merge(readable) if readable else None,
+                problems=tuple(f.problem for f in group if f.problem is not None),
+            )
+        )
+    return Inventory(
+        root=root,
+        exists=True,
+        requests=tuple(requests),
+        files=tuple(files),
+        problems=tuple(f.problem for f in files if f.problem is not None),
+    )
+
+
+def _key(file: MountedFile) -> tuple[str, str, str]:
+    return (file.kind, file.claim, file.request)
+
+
+def _file(entry: Entry) -> MountedFile:
+    problem = None
+    if entry.error is not None:
+        problem = Problem(
+            status=problem_kind(entry.error),
+            kind=entry.kind,
+            claim=entry.claim,
+            request=entry.request,
+            driver=entry.driver,
+            path=entry.path,
+            message=str(entry.error),
+            error=entry.error,
+        )
+    return MountedFile(
+        kind=entry.kind,
+        claim=entry.claim,
+        request=entry.request,
+        driver=entry.driver,
+        path=entry.path,
+        metadata=entry.metadata,
+        problem=problem,
+    )
