@@ -573,7 +573,7 @@ def test_mount_refusal_is_a_clear_exception(
             MountedMetadataTree(tmp_path / "h", tmp_path / "c")
 
 
-# --- the examples and the README ------------------------------------------------------------
+# --- the examples and the docs --------------------------------------------------------------
 
 
 def test_workload_example_passes_under_pytest() -> None:
@@ -601,10 +601,10 @@ def test_workload_example_passes_under_pytest() -> None:
         assert summary.startswith("3 passed, 1 skipped"), summary
 
 
-def test_readme_fixture_example_is_taken_from_the_example_file() -> None:
-    """The README's pytest example is the example file's code, verbatim."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Testing your workload without a cluster", 1)[1].split("\n## ", 1)[0]
+def test_docs_fixture_example_is_taken_from_the_example_file() -> None:
+    """The docs' pytest example (docs/testing.md) is the example file's code, verbatim."""
+    page = (REPO / "docs" / "testing.md").read_text(encoding="utf-8")
+    section = page.split("## The pytest plugin", 1)[1].split("\n## ", 1)[0]
     block = re.findall(r"```python\n(.*?)```", section, re.DOTALL)[-1]
     source = (REPO / "examples" / "test_my_workload.py").read_text(encoding="utf-8")
     imports, code = block.split("\n\n\n", 1)
