@@ -29,9 +29,10 @@ What a test can do with a tree:
 * :meth:`~MetadataTree.remove` deletes a claim's files, as the plugin does at
   unprepare;
 * :class:`MountedMetadataTree` writes the files where a kubelet plugin keeps them
-  on the node and exposes each one in a container root through a real read-only
-  single-file bind mount, the way a container sees them (needs root; raises
-  :class:`MountUnavailableError` where mounting is refused).
+  on the node, with their CDI specs, through :class:`~dra_metadata.MetadataPublisher`
+  (the one implementation of the node layout), and applies each spec's mount in a
+  container root, as a container engine does: a real read-only single-file bind
+  mount (needs root; raises :class:`MountUnavailableError` where mounting is refused).
 
 Keyword attributes are converted by kind: ``uuid="x"`` is a string, ``index=0``
 an int, ``True`` a bool, a :class:`~dra_metadata.VersionValue` (or
@@ -45,6 +46,7 @@ as the ``dra_metadata_tree`` fixture, with ``DRA_METADATA_ROOT`` pointing at it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -68,12 +70,17 @@ from ._model import (
     VersionValue,
 )
 from ._paths import (
+    CONTAINER_DIR,
     METADATA_FILE_SUFFIX,
+    NODE_METADATA_FILE,
+    NODE_METADATA_SUBDIR,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
     check_name,
     request_base,
 )
+from ._publish import ClaimRef, MetadataPublisher, replace_file, rewrite_in_place
+from ._publish import make_dirs as _make_dirs
 
 __all__ = [
     "HOST_METADATA_FILE",
@@ -120,9 +127,9 @@ _UID_NAMESPACE: Final = uuid.UUID("6f1e2d3c-4b5a-4978-8e6f-5d4c3b2a1908")
 # The characters Kubernetes uses for the random suffix of a generated name.
 _NAME_SUFFIX_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 #: Where a kubelet plugin keeps a claim's metadata files, below its plugin data directory.
-HOST_METADATA_SUBDIR: Final = "dra-device-metadata"
+HOST_METADATA_SUBDIR: Final = NODE_METADATA_SUBDIR
 #: The name of a metadata file on the node (the container sees ``<driver>-metadata.json``).
-HOST_METADATA_FILE: Final = "metadata.json"
+HOST_METADATA_FILE: Final = NODE_METADATA_FILE
 
 
 class MountUnavailableError(RuntimeError):
@@ -942,51 +949,21 @@ def _name_suffix(*parts: str) -> str:
 
 def make_dirs(directory: Path) -> None:
     """Create ``directory`` and missing parents with mode 0755 whatever the umask."""
-    missing = []
-    current = directory
-    while not current.exists():
-        missing.append(current)
-        current = current.parent
-    for path in reversed(missing):
-        try:
-            path.mkdir()
-        except FileExistsError:
-            continue
-        os.chmod(path, _DIR_MODE)
+    _make_dirs(directory)
 
 
 def write_file(path: Path, data: bytes, mode: WriteMode) -> None:
     """Write ``data`` to ``path`` as the Go writer does: in place, or temp file + rename.
 
     The file ends up with mode 0644 whatever the umask. ``"in-place"`` keeps the
-    inode of an existing file; ``"rename"`` always gives a new one.
+    inode of an existing file (Go v1.36); ``"rename"`` always gives a new one, a
+    crash-safe replace (Go v1.37). Both are the publisher's own writes.
     """
     make_dirs(path.parent)
     if mode == "in-place":
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, _FILE_MODE)
-        try:
-            os.fchmod(fd, _FILE_MODE)
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-        return
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        try:
-            _write_all(fd, data)
-            os.fchmod(fd, _FILE_MODE)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+        rewrite_in_place(path, data)
+    else:
+        replace_file(path, data)
 
 
 def _prune(directory: Path, stop: Path) -> None:
@@ -1008,13 +985,15 @@ def _run(*command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(command), capture_output=True, text=True, check=False)
 
 
-def _mount_read_only(host: Path, target: Path) -> None:
-    """Bind-mount the file ``host`` on ``target``, then make that mount read-only."""
+def _mount_bind(host: Path, target: Path, *, read_only: bool = True) -> None:
+    """Bind-mount the file ``host`` on ``target``, then (by default) make that mount read-only."""
     done = _run("mount", "--bind", str(host), str(target))
     if done.returncode != 0:
         raise MountUnavailableError(
             f"mount --bind {host} {target} refused: {done.stderr.strip() or done.returncode}"
         )
+    if not read_only:
+        return
     done = _run("mount", "-o", "remount,ro,bind", str(target))
     if done.returncode != 0:
         _unmount(target)
@@ -1048,7 +1027,7 @@ def check_mounts_possible(scratch: str | os.PathLike[str]) -> None:
         host, target = Path(probe, "host"), Path(probe, "target")
         host.write_bytes(b"probe")
         target.touch()
-        _mount_read_only(host, target)
+        _mount_bind(host, target)
         try:
             try:
                 with open(target, "r+b"):
@@ -1064,15 +1043,17 @@ def check_mounts_possible(scratch: str | os.PathLike[str]) -> None:
 class MountedMetadataTree(MetadataTree):
     """A tree written on the "node", seen from a "container" through read-only bind mounts.
 
-    Files are written where a kubelet plugin keeps them,
-    ``<host_dir>/<driver>/dra-device-metadata/<namespace>_<claim>/<request>/metadata.json``
-    (``host_dir`` plays ``/var/lib/kubelet/plugins``). The first write of a file
-    bind-mounts it on its container path under ``container_root`` (which plays
-    ``/var/run/kubernetes.io/dra-device-attributes``) and remounts it read-only,
-    as the CDI mount does. So, as in a real container: in-place updates show
-    through, an update by rename does not (the mount keeps the old inode and
-    ``st_nlink`` becomes 0) until :meth:`remount`, which plays a container started
-    after the update.
+    Each driver's files are written by a :class:`~dra_metadata.MetadataPublisher`
+    (:meth:`publisher`) whose plugin data directory is ``<host_dir>/<driver>``
+    (``host_dir`` plays ``/var/lib/kubelet/plugins``):
+    ``<host_dir>/<driver>/dra-device-metadata/<namespace>_<claim>/<request>/metadata.json``,
+    with its CDI spec in ``cdi_dir`` (default ``<host_dir>/cdi``, playing
+    ``/var/run/cdi``). The first write of a file applies its CDI spec's mount as a
+    container engine does, with ``container_root`` playing
+    ``/var/run/kubernetes.io/dra-device-attributes``: a bind mount of the node file,
+    made read-only. So, as in a real container: in-place updates show through, an
+    update by rename does not (the mount keeps the old inode and ``st_nlink``
+    becomes 0) until :meth:`remount`, which plays a container started after the update.
 
     Needs root and ``mount(8)``: the constructor tries one mount and raises
     :class:`MountUnavailableError` (with a ``reason``) where that is refused.
@@ -1084,26 +1065,50 @@ class MountedMetadataTree(MetadataTree):
         host_dir: str | os.PathLike[str],
         container_root: str | os.PathLike[str],
         *,
+        cdi_dir: str | os.PathLike[str] | None = None,
         versions: Iterable[str] = DEFAULT_VERSIONS,
         mode: WriteMode = "rename",
     ) -> None:
         super().__init__(container_root, versions=versions, mode=mode)
         self.host_dir: Final = Path(host_dir)
+        #: Where the CDI specs of the files are written (``/var/run/cdi`` on a node).
+        self.cdi_dir: Final = self.host_dir / "cdi" if cdi_dir is None else Path(cdi_dir)
+        self._publishers: dict[str, MetadataPublisher] = {}
         self._mounts: dict[_FileKey, Path] = {}  # the live files' mounts
         self._stack: list[Path] = []  # every mount made and not undone, in order
         check_mounts_possible(self.host_dir)
 
+    def publisher(self, driver: str) -> MetadataPublisher:
+        """The publisher that writes ``driver``'s node files and CDI specs for this tree.
+
+        Its plugin data directory is ``<host_dir>/<driver>``, its CDI directory
+        :attr:`cdi_dir`. A test can call it directly (its :meth:`~dra_metadata.
+        MetadataPublisher.cdi_spec_path`, say) to see what a driver would write.
+        """
+        found = self._publishers.get(driver)
+        if found is None:
+            check_name("driver", driver)
+            if (self.host_dir / driver).resolve() == self.cdi_dir.resolve():
+                raise ValueError(f"driver {driver!r} would write into the CDI directory")
+            found = MetadataPublisher(
+                driver, plugin_data_dir=self.host_dir / driver, cdi_dir=self.cdi_dir
+            )
+            self._publishers[driver] = found
+        return found
+
+    @staticmethod
+    def _claim_ref(claim: ClaimBuilder) -> ClaimRef:
+        return ClaimRef(
+            name=claim.name,
+            namespace=claim.namespace,
+            uid=claim.uid,
+            pod_claim_name=claim.pod_claim_name,
+        )
+
     def _host_path_of(self, key: _FileKey) -> Path:
         """The node-side file of ``key``, in the kubelet plugin's layout (internal)."""
-        claim = key.claim
-        return (
-            self.host_dir
-            / key.driver
-            / HOST_METADATA_SUBDIR
-            / f"{claim.namespace}_{claim.name}"
-            / key.base
-            / HOST_METADATA_FILE
-        )
+        pub = self.publisher(key.driver)
+        return Path(pub.metadata_path(self._claim_ref(key.claim), key.base))
 
     @property
     def mounted(self) -> tuple[Path, ...]:
@@ -1111,12 +1116,29 @@ class MountedMetadataTree(MetadataTree):
         return tuple(self._stack)
 
     def _put(self, key: _FileKey, data: bytes, mode: WriteMode) -> None:
-        write_file(self._host_path_of(key), data, mode)
+        pub, claim = self.publisher(key.driver), self._claim_ref(key.claim)
+        pub._write_metadata(claim, key.base, data, "in-place" if mode == "in-place" else "replace")
         if key not in self._mounts:
+            pub._write_cdi_spec(claim, key.base)
             self._mount(key)
 
+    def _spec_mount(self, key: _FileKey) -> tuple[Path, Path, list[str]]:
+        """The host file, container path (under :attr:`root`) and options of ``key``'s CDI mount."""
+        pub = self.publisher(key.driver)
+        with open(pub.cdi_spec_path(self._claim_ref(key.claim), key.base), "rb") as spec_file:
+            spec = json.load(spec_file)
+        ((device,),) = [spec["devices"]]
+        ((mount,),) = [device["containerEdits"]["mounts"]]
+        inside = os.path.relpath(mount["containerPath"], CONTAINER_DIR)
+        target = self.root / inside
+        if inside.startswith("..") or target != self._path_of(key):
+            raise RuntimeError(  # pragma: no cover - the layouts of _paths and _publish differ
+                f"the CDI spec mounts {mount['containerPath']}, the readers expect {target}"
+            )
+        return Path(mount["hostPath"]), target, list(mount.get("options", []))
+
     def _mount(self, key: _FileKey) -> None:
-        target = self._path_of(key)
+        host, target, options = self._spec_mount(key)
         while target in self._stack:
             # A view kept by remove(unmount=False): a new pod does not see it (and the
             # kernel refuses to mount on a deleted file), so it goes first.
@@ -1126,7 +1148,7 @@ class MountedMetadataTree(MetadataTree):
         if not target.exists():
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, _FILE_MODE)
             os.close(fd)
-        _mount_read_only(self._host_path_of(key), target)
+        _mount_bind(host, target, read_only="ro" in options)
         self._mounts[key] = target
         self._stack.append(target)
 
@@ -1173,9 +1195,8 @@ class MountedMetadataTree(MetadataTree):
         return super().remove(what)
 
     def _delete(self, key: _FileKey) -> None:
-        path = self._host_path_of(key)
-        path.unlink(missing_ok=True)
-        _prune(path.parent, self.host_dir / key.driver)
+        # The request's file, its directory and CDI spec; the claim's directory when empty.
+        self.publisher(key.driver)._remove_request(self._claim_ref(key.claim), key.base)
 
     def close(self) -> None:
         """Unmount every container path (the files stay). Safe to call more than once."""

@@ -20,6 +20,7 @@ from dra_metadata.testing import (
     MountUnavailableError,
     to_attribute,
     version,
+    write_file,
 )
 from tests.conftest import REPO
 
@@ -456,6 +457,60 @@ def test_mounted_tree_shows_files_read_only_in_the_container_layout(
     with pytest.raises(OSError, match="Read-only"):
         dev.path.write_bytes(b"x")
     assert dm.read_resource_claim("nic", "eth").requests[0].devices[0].name == "vf-3"
+
+
+def test_mounted_tree_writes_through_the_publisher_and_mounts_what_its_cdi_spec_says(
+    dra_metadata_mounted_tree: MountedMetadataTree,
+) -> None:
+    """The node file and CDI spec are the publisher's; the mount is the spec's, read-only."""
+    tree = dra_metadata_mounted_tree
+    claim = tree.template_claim("gpu", namespace="ml", uid="c7e7-uid")
+    dev = claim.request("gpu").device("gpu.example.com", "worker-0", "gpu-0", index=0)
+    tree.write()
+    pub = tree.publisher("gpu.example.com")
+    ref = dm.ClaimRef(name=claim.name, namespace="ml", uid="c7e7-uid", pod_claim_name="gpu")
+    assert pub.plugin_data_dir == str(tree.host_dir / "gpu.example.com")
+    assert str(dev.host_path) == pub.metadata_path(ref, "gpu")
+    spec_path = Path(pub.cdi_spec_path(ref, "gpu"))
+    assert spec_path.parent == tree.cdi_dir == tree.host_dir / "cdi"
+    spec = json.loads(spec_path.read_text())
+    assert spec == pub.cdi_spec(ref, "gpu")
+    (mount,) = spec["devices"][0]["containerEdits"]["mounts"]
+    assert mount["hostPath"] == str(dev.host_path)
+    assert mount["containerPath"] == str(dev.path).replace(str(tree.root), dm.CONTAINER_DIR, 1)
+    assert f"{dev.path} " in Path("/proc/self/mounts").read_text()
+    tree.remove(claim)
+    assert not spec_path.exists()
+    assert not Path(pub.claim_dir(ref)).exists()
+
+
+def test_a_publisher_update_reaches_a_mounted_tree_in_place_only(
+    dra_metadata_mounted_tree: MountedMetadataTree,
+) -> None:
+    """The tree's publisher updating in place is seen through the mount; a replace is not."""
+    tree = dra_metadata_mounted_tree
+    claim = tree.claim("nic", uid="u-nic")
+    dev = claim.request("eth").device("sriov.example.com", "node-a", "vf-0")
+    tree.write()
+    pub = tree.publisher("sriov.example.com")
+    ref = dm.ClaimRef(name="nic", namespace="default", uid="u-nic")
+    net = dm.NetworkDeviceData(interface_name="net1")
+    pub.update(ref, "eth", [pub.device("node-a", "vf-0", network_data=net)], mode="in-place")
+    seen = dm.read_file(dev.path)
+    assert (seen.metadata.generation, seen.requests[0].devices[0].network_data) == (2, net)
+    pub.update(ref, "eth", [pub.device("node-a", "vf-0")], mode="replace")
+    assert dm.read_file(dev.path).metadata.generation == 2  # the mount keeps the old inode
+    assert os.stat(dev.path).st_nlink == 0
+    assert dm.read_file(dev.host_path).metadata.generation == 3
+
+
+def test_write_file_leaves_no_temporary_file_when_the_rename_fails(tmp_path: Path) -> None:
+    """The kit's rename write is the publisher's: on failure the temporary file is removed."""
+    target = tmp_path / "metadata.json"
+    (target / "occupied").mkdir(parents=True)
+    with pytest.raises(OSError, match="directory"):
+        write_file(target, b"data", "rename")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metadata.json"]
 
 
 def test_mounted_in_place_update_and_tear_are_visible(
