@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -15,25 +14,13 @@ from dra_metadata.testing import DeviceBuilder, MetadataTree
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_ROOT = REPO / "examples" / "dra-device-attributes"
-
-
-def shared_dir() -> Path | None:
-    """The steering repo's ``shared/`` folder: ``$DRA_METADATA_SHARED`` or beside the checkout."""
-    env = os.environ.get("DRA_METADATA_SHARED")
-    candidates = [Path(env)] if env else []
-    candidates.append(REPO.parent / "shared")
-    for candidate in candidates:
-        if (candidate / "conformance" / "corpus.jsonl").is_file():
-            return candidate
-    return None
+#: The Go reference's answers: the conformance corpus and the upstream fixtures.
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def load_corpus() -> list[dict[str, Any]]:
-    """Every conformance case, or an empty list when ``shared/`` is not there."""
-    shared = shared_dir()
-    if shared is None:
-        return []
-    with open(shared / "conformance" / "corpus.jsonl", encoding="utf-8") as lines:
+    """Every conformance case of ``tests/data/conformance/corpus.jsonl``."""
+    with open(DATA / "conformance" / "corpus.jsonl", encoding="utf-8") as lines:
         return [json.loads(line) for line in lines if line.strip()]
 
 
@@ -97,21 +84,15 @@ def valid_wire_object() -> dict[str, Any]:
 
 
 def needs_corpus(cases: list[dict[str, Any]]) -> pytest.MarkDecorator:
-    """Parametrize over ``cases`` by id, or skip when the corpus is absent."""
-    if not cases:
-        return pytest.mark.skip(
-            reason="shared/conformance/corpus.jsonl not found (set DRA_METADATA_SHARED)"
-        )
+    """Parametrize over corpus ``cases`` by id."""
+    assert cases, "no such case in tests/data/conformance/corpus.jsonl"
     return pytest.mark.parametrize("case", cases, ids=[case["id"] for case in cases])
 
 
 @pytest.fixture
 def upstream_fixtures() -> dict[str, bytes]:
     """The upstream round-trip fixtures, byte-exact, by directory name."""
-    shared = shared_dir()
-    if shared is None:
-        pytest.skip("shared/fixtures/upstream not found (set DRA_METADATA_SHARED)")
-    base = shared / "fixtures" / "upstream"
+    base = DATA / "upstream"
     return {entry.name: (entry / "metadata.json").read_bytes() for entry in sorted(base.iterdir())}
 
 
