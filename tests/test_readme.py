@@ -145,7 +145,8 @@ def test_console_examples_print_what_is_shown(
 ) -> None:
     """Each `$ command` shown with its output prints exactly that output."""
     words = shlex.split(command.removeprefix("$ "))
-    env = dict(os.environ, COLUMNS=COLUMNS)
+    # The checkout's package, whatever copy is installed.
+    env = dict(os.environ, COLUMNS=COLUMNS, PYTHONPATH=str(REPO))
     while words and "=" in words[0]:
         key, value = words.pop(0).split("=", 1)
         env[key] = value
@@ -161,7 +162,6 @@ def test_console_examples_print_what_is_shown(
             dm.encode(dm.DeviceMetadata(pod_claim_name="BAD"))
         )
         cwd = tmp_path
-        env["PYTHONPATH"] = str(REPO)
     done = subprocess.run(words, capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
     assert done.stdout == output, done.stderr
 
