@@ -163,7 +163,8 @@ def test_console_examples_print_what_is_shown(
         )
         cwd = tmp_path
     done = subprocess.run(words, capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
-    assert done.stdout == output, done.stderr
+    hint = "; run python docs/_ext/cli_help.py" if command.endswith(" --help") else ""
+    assert done.stdout == output, done.stderr + hint
 
 
 @pytest.fixture
