@@ -86,23 +86,35 @@ def bin_dir(tmp_path: Path) -> Path:
     return directory
 
 
-def run_container(
-    container: dict[str, Any], volumes: dict[str, Path], bin_dir: Path, args: list[str] | None
-) -> subprocess.CompletedProcess[str]:
-    """Run a container's `sh -c` script in a real /bin/sh, its mounts mapped to host paths."""
+def container_command(
+    container: dict[str, Any], volumes: dict[str, Path], args: list[str] | None
+) -> list[str]:
+    """A container's `sh -c` command line for a real /bin/sh, its mounts mapped to host paths."""
     flags, text, argv = script(container)
     for mount in container.get("volumeMounts", []):
         # The mount path as a whole path prefix only: /dra in /dra/dra.env, once.
         pattern = r"(?<![\w/.-])" + re.escape(mount["mountPath"]) + r"(?![\w.-])"
         text = re.sub(pattern, str(volumes[mount["name"]]).replace("\\", "\\\\"), text)
+    return ["/bin/sh", flags, text, *(argv[:1] + (args if args is not None else argv[1:]))]
+
+
+def container_env(bin_dir: Path) -> dict[str, str]:
+    """The environment the containers' scripts run in: this checkout's CLI, the sample tree."""
+    return {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+        dm.ROOT_ENV: str(SAMPLE_ROOT),
+    }
+
+
+def run_container(
+    container: dict[str, Any], volumes: dict[str, Path], bin_dir: Path, args: list[str] | None
+) -> subprocess.CompletedProcess[str]:
+    """Run a container's `sh -c` script in a real /bin/sh until it exits."""
     return subprocess.run(
-        ["/bin/sh", flags, text, *(argv[:1] + (args if args is not None else argv[1:]))],
+        container_command(container, volumes, args),
         capture_output=True,
         text=True,
-        env={
-            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
-            dm.ROOT_ENV: str(SAMPLE_ROOT),
-        },
+        env=container_env(bin_dir),
         timeout=60,
         check=False,
     )
@@ -129,6 +141,37 @@ def test_manifests_are_well_formed(path: Path) -> None:
         kind = "ResourceClaimTemplate" if "resourceClaimTemplateName" in claim else "ResourceClaim"
         name = claim.get("resourceClaimTemplateName") or claim["resourceClaimName"]
         assert any(d["kind"] == kind and d["metadata"]["name"] == name for d in docs)
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda path: path.name)
+def test_every_device_class_the_claims_name_is_in_the_file(path: Path) -> None:
+    """A user applies one file: each deviceClassName has its DeviceClass, selecting its driver."""
+    docs = documents(path)
+    classes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "DeviceClass"}
+    assert classes, "each example brings the DeviceClass it uses"
+    for doc in docs:
+        if doc["kind"] not in ("ResourceClaim", "ResourceClaimTemplate"):
+            continue
+        spec = doc["spec"]["spec"] if doc["kind"] == "ResourceClaimTemplate" else doc["spec"]
+        for request in spec["devices"]["requests"]:
+            name = request["exactly"]["deviceClassName"]
+            assert doc["apiVersion"] == classes[name]["apiVersion"] == "resource.k8s.io/v1"
+            (selector,) = classes[name]["spec"]["selectors"]
+            assert selector["cel"]["expression"] == f'device.driver == "{name}"'
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda path: path.name)
+def test_manifests_say_what_the_cluster_and_the_image_need(path: Path) -> None:
+    """The header says the driver must have device metadata enabled and how to build the image."""
+    comment = path.read_text(encoding="utf-8").split("\napiVersion:", 1)[0]
+    header = " ".join(line.lstrip("#").strip() for line in comment.splitlines())
+    assert "Kubernetes v1.37" in header
+    assert "must have device metadata enabled" in header
+    images = {c["image"] for c in pod(path)["spec"]["initContainers"]}
+    assert images == {"registry.example.com/dra-metadata:0.1.0"}
+    assert "scripts/build-image --base" in header
+    assert "--tag registry.example.com/dra-metadata:0.1.0" in header
+    assert f"dra-metadata:{dm.__version__}" in header
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda path: path.name)
@@ -178,7 +221,7 @@ def test_gpu_pod_init_container_writes_what_the_main_container_sources(
 def test_nic_pod_waits_for_network_data_then_the_worker_sees_it(
     tmp_path: Path, bin_dir: Path
 ) -> None:
-    """The init container's wait returns at once here; the worker prints name and IPs."""
+    """The init container's wait returns at once here; the worker prints name and IPs, and stays."""
     spec = pod(PODS / "nic-wait.yaml")["spec"]
     volumes = {"dra-env": tmp_path / "dra-env"}
     volumes["dra-env"].mkdir()
@@ -189,6 +232,20 @@ def test_nic_pod_waits_for_network_data_then_the_worker_sees_it(
         "export DRA_NIC_ETH_0_INTERFACE_NAME=net1\n" in (volumes["dra-env"] / "dra.env").read_text()
     )
     (worker,) = spec["containers"]
-    shown = run_container(worker, volumes, bin_dir, None)
-    assert shown.returncode == 0, shown.stderr
-    assert shown.stdout == "serving on net1 (10.20.30.41/24,fd00:10:20::29/64)\n"
+    assert "restartPolicy" not in spec  # Always: a worker that exits is restarted in a loop
+    with subprocess.Popen(
+        container_command(worker, volumes, None),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=container_env(bin_dir),
+    ) as running:
+        try:
+            assert running.stdout is not None
+            assert (
+                running.stdout.readline() == "serving on net1 (10.20.30.41/24,fd00:10:20::29/64)\n"
+            )
+            with pytest.raises(subprocess.TimeoutExpired):
+                running.wait(timeout=1)  # still serving
+        finally:
+            running.kill()
