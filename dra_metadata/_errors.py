@@ -5,7 +5,9 @@ Exception tree::
     DRAMetadataError                    root of everything this package raises
     ├── DecodeError(ValueError)         a stream or file that cannot be decoded
     ├── MetadataNotFoundError(FileNotFoundError)
-    │                                   no file, or no metadata files in a request directory
+    │   │                               no file, or no metadata files in a request directory
+    │   └── NotMountedError             not mounted in this container, so never will be
+    ├── StaleMetadataError              a mounted file replaced on the node: it cannot change
     ├── InvalidNameError(ValueError)    a claim, request or driver name that is not a safe path part
     ├── FileTooLargeError(ValueError)   a file over the configured size cap
     ├── SymlinkError                    a symbolic link in the layout, not followed
@@ -37,7 +39,9 @@ __all__ = [
     "FileTooLargeError",
     "InvalidNameError",
     "MetadataNotFoundError",
+    "NotMountedError",
     "PublishError",
+    "StaleMetadataError",
     "SymlinkError",
     "WaitTimeoutError",
     "go_escape_rune",
@@ -98,6 +102,25 @@ class MetadataNotFoundError(DRAMetadataError, FileNotFoundError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class NotMountedError(MetadataNotFoundError):
+    """Metadata that is not mounted in this container, and so never will be.
+
+    Inside a container every metadata file is a single-file bind mount made when
+    the container was created (``/proc/self/mountinfo`` lists them); a claim or
+    request missing then cannot appear later. ``wait_for()`` raises this at once
+    instead of waiting.
+    """
+
+
+class StaleMetadataError(DRAMetadataError):
+    """A mounted metadata file whose node copy was replaced: it can never change again.
+
+    The bind mount pins the inode the container started with (``st_nlink`` is 0
+    once the node's writer renamed a new file over it). ``wait_for()`` raises
+    this at once when what it waits for has not happened in such a file.
+    """
 
 
 class InvalidNameError(DRAMetadataError, ValueError):

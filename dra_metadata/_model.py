@@ -266,12 +266,20 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
     attributes: dict[str, DeviceAttribute] = {}
     network_data: NetworkDeviceData | None = None
 
-    def find_attribute(self, name: str) -> DeviceAttribute | None:
+    def find_attribute(self, name: str, *, standard: bool = False) -> DeviceAttribute | None:
         """The attribute entry for ``name``, resolved as ResourceSlices resolve it.
 
         An unqualified name (``model``) lives in the device's driver domain, so
         ``model`` and ``<driver>/model`` are the same attribute; the key exactly
-        as given is tried first.
+        as given is tried first. With ``standard``, an unqualified name the driver
+        has no attribute of falls back to the Kubernetes standard attribute of that
+        name (``pciBusID`` -> ``resource.kubernetes.io/pciBusID``): the rule
+        ``dra-metadata get`` follows, and the short name ``env`` gives it.
+
+        >>> pci = {"resource.kubernetes.io/pciBusID": DeviceAttribute(string="0000:3b:00.0")}
+        >>> dev = Device("d.example.com", "p", "n", attributes=pci)
+        >>> dev.attribute("pciBusID"), dev.attribute("pciBusID", standard=True)
+        (None, '0000:3b:00.0')
         """
         attributes = self.attributes
         found = attributes.get(name)
@@ -279,17 +287,22 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
             return found
         domain, sep, local = name.rpartition(DOMAIN_SEPARATOR)
         if not sep:
-            return attributes.get(self.driver + DOMAIN_SEPARATOR + name)
+            found = attributes.get(self.driver + DOMAIN_SEPARATOR + name)
+            if found is None and standard:
+                found = attributes.get(STANDARD_DOMAIN + DOMAIN_SEPARATOR + name)
+            return found
         if domain == self.driver:
             return attributes.get(local)
         return None
 
-    def attribute(self, name: str, default: AttributeValue | None = None) -> AttributeValue | None:
+    def attribute(
+        self, name: str, default: AttributeValue | None = None, *, standard: bool = False
+    ) -> AttributeValue | None:
         """The value of attribute ``name`` in its own kind, or ``default``.
 
-        See :meth:`find_attribute` for how names resolve.
+        See :meth:`find_attribute` for how names resolve (and ``standard``).
         """
-        found = self.find_attribute(name)
+        found = self.find_attribute(name, standard=standard)
         if found is None:
             return default
         value = found.value

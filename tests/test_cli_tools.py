@@ -513,7 +513,8 @@ def test_help_documents_the_exit_codes(command: str) -> None:
     assert done.returncode == 0
     assert (
         b"exit codes: 0 success, 1 condition false or invalid, 64 usage error,\n"
-        b"65 not decodable, 66 not found, 74 output not written." in done.stdout
+        b"65 not decodable, 66 not found, 69 cannot happen here (wait), 74 output not\n"
+        b"written, 130 interrupted." in done.stdout
     )
 
 

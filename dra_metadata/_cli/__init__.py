@@ -21,6 +21,7 @@ from typing import Final
 from .._errors import DRAMetadataError
 from ._common import (
     EPILOG,
+    EXIT_INTERRUPTED,
     EXIT_IOERR,
     EXIT_OK,
     EXIT_USAGE,
@@ -111,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_code_for(err)
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:
+        fail("interrupted")
+        return EXIT_INTERRUPTED
     except OutputError as err:
         fail(str(err))
         return EXIT_IOERR

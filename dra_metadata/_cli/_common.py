@@ -11,7 +11,10 @@ the BSD ``sysexits.h`` values, so scripts can tell the cases apart):
 65    a metadata file does not decode (or is over the size limit), or
       metadata that cannot become environment variables (``env``)
 66    not found: no such file, request directory or claim (or unreadable)
+69    cannot happen here: ``wait`` for a claim this container has not
+      mounted, or for a change to a file the node replaced (stale)
 74    the output could not be written (a full disk behind stdout)
+130   interrupted (SIGINT), as shells report it
 ====  ==============================================================
 
 Errors are one line on stderr, prefixed ``dra-metadata: ``.
@@ -22,7 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final, Literal, NoReturn, TypeAlias
 
 from .._errors import (
@@ -32,6 +35,8 @@ from .._errors import (
     FileTooLargeError,
     InvalidNameError,
     MetadataNotFoundError,
+    NotMountedError,
+    StaleMetadataError,
 )
 
 if TYPE_CHECKING:
@@ -40,9 +45,11 @@ if TYPE_CHECKING:
 __all__ = [
     "EPILOG",
     "EXIT_FALSE",
+    "EXIT_INTERRUPTED",
     "EXIT_IOERR",
     "EXIT_NOT_FOUND",
     "EXIT_OK",
+    "EXIT_UNAVAILABLE",
     "EXIT_UNDECODABLE",
     "EXIT_USAGE",
     "PROG",
@@ -56,6 +63,7 @@ __all__ = [
     "add_selection",
     "check_each",
     "exit_code_for",
+    "expand_paths",
     "fail",
     "selected_claim",
     "selected_inventory",
@@ -69,13 +77,16 @@ EXIT_FALSE: Final = 1
 EXIT_USAGE: Final = 64
 EXIT_UNDECODABLE: Final = 65
 EXIT_NOT_FOUND: Final = 66
+EXIT_UNAVAILABLE: Final = 69
 EXIT_IOERR: Final = 74
+EXIT_INTERRUPTED: Final = 130
 
 PROG: Final = "dra-metadata"
 
 EPILOG: Final = """\
 exit codes: 0 success, 1 condition false or invalid, 64 usage error,
-65 not decodable, 66 not found, 74 output not written.
+65 not decodable, 66 not found, 69 cannot happen here (wait), 74 output not
+written, 130 interrupted.
 The root defaults to $DRA_METADATA_ROOT, else /var/run/kubernetes.io/dra-device-attributes.
 """
 
@@ -236,15 +247,53 @@ def selected_inventory(args: argparse.Namespace) -> Inventory:
     return from_entries(top, entries)
 
 
+def expand_paths(paths: Sequence[str]) -> Iterator[str | MetadataNotFoundError]:
+    """``paths`` with each directory replaced by the metadata files below it.
+
+    Below a directory, files named ``*-metadata.json`` (the container layout) or
+    ``metadata.json`` (the kubelet plugin's node layout) are taken, in byte
+    order of their paths; symbolic links below it are not followed. A directory
+    with none gives a :class:`~dra_metadata.MetadataNotFoundError` instead.
+    """
+    from .._paths import METADATA_FILE_SUFFIX, NODE_METADATA_FILE
+
+    for path in paths:
+        if not os.path.isdir(path):
+            yield path
+            continue
+        found: list[str] = []
+        for directory, subdirs, files in os.walk(path):  # os.walk follows no link below
+            subdirs.sort(key=os.fsencode)
+            found.extend(
+                os.path.join(directory, name)
+                for name in files
+                if (name.endswith(METADATA_FILE_SUFFIX) or name == NODE_METADATA_FILE)
+                and not os.path.islink(os.path.join(directory, name))
+            )
+        if not found:
+            yield MetadataNotFoundError(
+                f"{path}: no *{METADATA_FILE_SUFFIX} (or node-side {NODE_METADATA_FILE}) file "
+                "below this directory",
+                path=path,
+            )
+        yield from sorted(found, key=os.fsencode)
+
+
 def check_each(paths: Sequence[str], check: Callable[[str], tuple[Sequence[object], str]]) -> int:
     """Run ``check`` on every file and print ``PATH: finding`` lines; the worst code wins.
+
+    A directory stands for the metadata files below it (:func:`expand_paths`).
 
     ``check(path)`` returns the findings and the line for a file without any; a
     :class:`DRAMetadataError` it raises is one stderr line and that error's code.
     Findings make the exit code :data:`EXIT_FALSE`.
     """
     worst = EXIT_OK
-    for path in paths:
+    for path in expand_paths(paths):
+        if isinstance(path, DRAMetadataError):
+            fail(str(path))
+            worst = max(worst, exit_code_for(path))
+            continue
         try:
             findings, clean = check(path)
         except DRAMetadataError as err:
@@ -305,6 +354,8 @@ def exit_code_for(err: DRAMetadataError) -> int:
     """The exit code for an error a command did not handle itself."""
     if isinstance(err, InvalidNameError):
         return EXIT_USAGE
+    if isinstance(err, NotMountedError | StaleMetadataError):
+        return EXIT_UNAVAILABLE
     if isinstance(err, DecodeError | FileTooLargeError | EnvError):
         return EXIT_UNDECODABLE
     if isinstance(err, MetadataNotFoundError):

@@ -29,7 +29,9 @@ request, one per line, in merged device order (files in byte order of their
 names, as the library merges them).
 
 NAME is an attribute name, qualified (resource.kubernetes.io/pciBusID) or not
-(uuid: an unqualified name lives in the device's driver domain), or one of the
+(uuid: an unqualified name lives in the device's driver domain; when the driver
+has no attribute of that name, the Kubernetes standard attribute of that name is
+used, so pciBusID, pcieRoot and numaNode work as env names them), or one of the
 network fields interfaceName, ips and hardwareAddress (also networkData.ips);
 an attribute that has one of those names is reached by its qualified name.
 Integers print in decimal, booleans as true/false, lists (ints, strings, ips)
@@ -78,7 +80,7 @@ def value_of(device: Device, name: str) -> AttributeValue | None:
             return None
         value: str | tuple[str, ...] = getattr(network, NETWORK_FIELDS[field])
         return value or None
-    return device.attribute(name)
+    return device.attribute(name, standard=True)
 
 
 def _get(args: argparse.Namespace) -> int:

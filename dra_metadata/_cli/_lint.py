@@ -29,7 +29,12 @@ def register(commands: Commands) -> None:
             "path rules can run."
         ),
     )
-    parser.add_argument("files", nargs="+", metavar="FILE")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a metadata file, or a directory: every metadata file below it",
+    )
     parser.set_defaults(handler=_lint)
 
 

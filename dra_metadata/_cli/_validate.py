@@ -18,7 +18,12 @@ def register(commands: Commands) -> None:
         summary="check files against the Kubernetes validation rules",
         description="Decode each FILE and print its validation errors, Go style.",
     )
-    parser.add_argument("files", nargs="+", metavar="FILE")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a metadata file, or a directory: every metadata file below it",
+    )
     parser.set_defaults(handler=_validate)
 
 

@@ -10,7 +10,16 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Final
 
-from ._common import EXIT_FALSE, EXIT_OK, Commands, add_command, add_selection, fail, write_stdout
+from ._common import (
+    EXIT_FALSE,
+    EXIT_OK,
+    Commands,
+    add_command,
+    add_selection,
+    fail,
+    selected_claim,
+    write_stdout,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,7 +56,14 @@ handled as `watch` handles them.
 
 With --timeout, exit 1 when it passes, with one line on stderr saying what was
 last seen (no file, a file that does not decode, generation 1 without network
-data ...). Without it, wait for ever.
+data ...). Without it, wait for ever. Every --progress interval a line on stderr
+says what is still missing, and for how long.
+
+Inside a container, whose metadata files are bind mounts made when it was
+created, it fails at once (exit 69) when the request is not mounted (it can
+never appear) or when the node replaced a file after the container started
+(stale: the mounted copy can never change). On a plain directory tree it waits
+for files to appear.
 """
 
 
@@ -94,6 +110,13 @@ def register(commands: Commands) -> None:
         type=parse_duration,
         metavar="DURATION",
         help=f"give up (exit 1) after {_DURATION_HELP}",
+    )
+    wait.add_argument(
+        "--progress",
+        type=parse_duration,
+        default=10.0,
+        metavar="DURATION",
+        help="print what is still missing on stderr this often (default 10s; 0: never)",
     )
     wait.set_defaults(handler=_wait)
 
@@ -146,8 +169,23 @@ def event_line(event: WatchEvent) -> str:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from .._watch import watch
+    import os
 
+    from .._paths import root_path
+    from .._watch import watch
+    from .._watch._api import unmounted_selection
+
+    problem = unmounted_selection(
+        claim=args.claim,
+        pod_claim=args.template_claim,
+        request=args.request,
+        driver=args.driver,
+        root=args.root,
+    )
+    if problem is not None:
+        raise problem  # inside a container: nothing can ever arrive
+    if not os.path.isdir(root_path(args.root)):
+        fail(f"note: {_nothing_there(args)}; watching for it to appear")
     events = watch(
         claim=args.claim,
         pod_claim=args.template_claim,
@@ -168,6 +206,8 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def _wait(args: argparse.Namespace) -> int:
+    import time
+
     from .._errors import WaitTimeoutError
     from .._watch import has_attribute, has_generation, has_network_data, wait_for
     from .._watch._conditions import all_of
@@ -179,20 +219,45 @@ def _wait(args: argparse.Namespace) -> int:
         conditions.append(has_generation(args.generation))
     conditions.extend(has_attribute(name) for name in args.attribute)
     until = all_of(*conditions) if conditions else None
-    try:
-        wait_for(
-            claim=args.claim,
-            pod_claim=args.template_claim,
-            request=args.request,
-            driver=args.driver,
-            root=args.root,
-            until=until,
-            timeout=args.timeout,
-        )
-    except WaitTimeoutError as err:
-        fail(str(err))
-        return EXIT_FALSE
-    except KeyboardInterrupt:
-        fail("interrupted while waiting")
-        return EXIT_FALSE
-    return EXIT_OK
+    start = time.monotonic()
+    deadline = None if args.timeout is None else start + args.timeout
+    interval = args.progress
+    while True:
+        # Wait in slices of the progress interval, saying after each what is missing.
+        now = time.monotonic()
+        left = None if deadline is None else max(0.0, deadline - now)
+        piece = left if not interval else interval if left is None else min(interval, left)
+        try:
+            wait_for(
+                claim=args.claim,
+                pod_claim=args.template_claim,
+                request=args.request,
+                driver=args.driver,
+                root=args.root,
+                until=until,
+                timeout=piece,
+            )
+        except WaitTimeoutError as err:
+            waited = time.monotonic() - start
+            text = str(err).replace(f"after {piece:g}s", f"after {waited:.1f}s", 1)
+            if err.last_seen is None:
+                text += f" ({_nothing_there(args)})"
+            if deadline is not None and time.monotonic() >= deadline:
+                fail(text)
+                return EXIT_FALSE
+            _, _, rest = text.partition(" waiting for ")
+            fail(f"still waiting after {waited:.0f}s for {rest}")
+            continue
+        return EXIT_OK
+
+
+def _nothing_there(args: argparse.Namespace) -> str:
+    """What is nearby when the request is not there at all, and the likely fix."""
+    from .._nearby import not_found
+    from .._paths import root_path
+
+    kind, claim = selected_claim(args)
+    missing = not_found(
+        root_path(args.root), kind=kind, claim=claim, request=args.request, driver=args.driver
+    )
+    return str(missing).partition(": ")[2] or str(missing)

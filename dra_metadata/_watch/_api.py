@@ -10,23 +10,41 @@ thread and calls handlers.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncGenerator, Callable, Generator
-from typing import TYPE_CHECKING, Self, TypeVar
+from typing import TYPE_CHECKING, Literal, Self, TypeVar
 
-from .._errors import WaitTimeoutError
+from .._errors import NotMountedError, StaleMetadataError, WaitTimeoutError
 from .._model import DeviceMetadata, MergedDeviceMetadata
-from .._paths import RootArg
+from .._paths import RESOURCE_CLAIMS_SUBDIR, RootArg
 from .._read import DEFAULT_MAX_SIZE
 from ._backends import Backend
 from ._conditions import condition_of
 from ._events import WatchEvent, WatchEventKind
-from ._session import DEFAULT_RESCAN_INTERVAL, Run, StopEvent, aiterate, iterate, logger, plan
+from ._session import (
+    DEFAULT_RESCAN_INTERVAL,
+    Run,
+    StopEvent,
+    Target,
+    aiterate,
+    iterate,
+    logger,
+    plan,
+)
 from ._state import DEFAULT_ERROR_TIMEOUT
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["MetadataWatcher", "await_for", "awatch", "wait_for", "watch"]
+__all__ = [
+    "MetadataWatcher",
+    "await_for",
+    "awatch",
+    "unmounted",
+    "unmounted_selection",
+    "wait_for",
+    "watch",
+]
 
 
 def watch(
@@ -108,6 +126,64 @@ def awatch(
     return aiterate(watch_plan.run(stop_event=stop_event, timeout=timeout))
 
 
+def unmounted(target: Target) -> NotMountedError | None:
+    """The error for a request this container can never see, or ``None``.
+
+    In a container whose metadata files are bind mounts (see :mod:`.._mounts`),
+    a request directory with no mounted file under it stays empty for good. On
+    a plain directory tree (no such mounts) anything may still appear.
+    """
+    from .._mounts import metadata_mounts
+
+    claims_dir, base = os.path.split(target.directory)
+    kind_dir, claim = os.path.split(claims_dir)
+    root = os.path.dirname(kind_dir)
+    mounts = metadata_mounts(root)
+    if mounts is None:
+        return None
+    mounted = mounts.mounted_below(target.directory)
+    if target.file_name is not None:
+        mounted = [path for path in mounted if os.path.basename(path) == target.file_name]
+    if mounted:
+        return None
+    from .._nearby import not_found
+
+    kind: Literal["claim", "template"] = (
+        "claim" if os.path.basename(kind_dir) == RESOURCE_CLAIMS_SUBDIR else "template"
+    )
+    missing = not_found(root, kind=kind, claim=claim, request=base, driver=target.driver)
+    return NotMountedError(
+        f"{missing}; {target.directory} is not mounted in this container, whose "
+        f"{len(mounts.files)} metadata file(s) are bind mounts made when it was created, "
+        "so it can never appear",
+        path=target.directory,
+        nearby=missing.nearby,
+    )
+
+
+def unmounted_selection(
+    *,
+    claim: str | None,
+    pod_claim: str | None,
+    request: str,
+    driver: str | None,
+    root: RootArg,
+) -> NotMountedError | None:
+    """:func:`unmounted` for a selection as :func:`watch` takes it (names checked)."""
+    target = plan(
+        claim,
+        pod_claim,
+        request,
+        driver,
+        root,
+        DEFAULT_RESCAN_INTERVAL,
+        DEFAULT_ERROR_TIMEOUT,
+        DEFAULT_MAX_SIZE,
+        "auto",
+    ).target
+    return unmounted(target)
+
+
 class _Waiter:
     """The part of :func:`wait_for` and :func:`await_for` that does not wait."""
 
@@ -115,12 +191,32 @@ class _Waiter:
         self.run = run
         self.condition = condition_of(until)
         self.last: MergedDeviceMetadata | None = None
+        self.check_mounted()
+
+    def check_mounted(self) -> None:
+        """Raise :class:`NotMountedError` when this container can never see the request."""
+        problem = unmounted(self.run.target)
+        if problem is not None:
+            raise problem
 
     def met(self, event: WatchEvent) -> MergedDeviceMetadata | None:
-        """The merged metadata after ``event`` when it meets the condition, else ``None``."""
+        """The merged metadata after ``event`` when it meets the condition, else ``None``.
+
+        Raises :class:`StaleMetadataError` on a ``stale`` event that leaves the
+        condition unmet: that file can never change again, so neither can the answer.
+        """
         self.last = event.merged
         if event.merged is not None and self.condition(event.merged):
             return event.merged
+        if event.kind == WatchEventKind.STALE:
+            why = self.condition.why_not(event.merged) if event.merged is not None else None
+            raise StaleMetadataError(
+                f"{event.path} was replaced on the node after this container started, so the "
+                f"mounted copy can never change: {self.condition.description} cannot arrive "
+                f"here ({why or 'not met'}); restart the pod to see the new file, or use a "
+                "driver that rewrites the file in place",
+                path=event.path,
+            )
         return None
 
     def timed_out(self) -> WaitTimeoutError:
@@ -157,6 +253,13 @@ def wait_for(
     selection and the other parameters are :func:`watch`'s. Raises
     :class:`WaitTimeoutError` after ``timeout`` seconds (``None``: wait for
     ever), saying what was last seen.
+
+    Inside a container, whose metadata files are bind mounts made when it was
+    created, it does not wait for what cannot come: a request that is not
+    mounted raises :class:`~dra_metadata.NotMountedError` at once, and a file the
+    node replaced after the container started (a ``stale`` event) raises
+    :class:`~dra_metadata.StaleMetadataError` unless the condition already holds.
+    On a plain directory tree it waits for files to appear.
 
     >>> import dra_metadata as dm
     >>> md = dm.wait_for(claim="nic", request="eth", until=dm.has_network_data, timeout=5,
