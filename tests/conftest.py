@@ -60,7 +60,7 @@ def portable_prefix(message: str) -> str:
 
 
 def valid_wire_object() -> dict[str, Any]:
-    """The upstream validation tests' valid object (PROTOCOL §7.3), plus network data."""
+    """The upstream validation tests' valid object, plus network data."""
     return {
         "kind": "DeviceMetadata",
         "apiVersion": "metadata.resource.k8s.io/v1beta1",
