@@ -207,9 +207,9 @@ def merge(files: list[tuple[str, DeviceMetadata]]) -> MergedDeviceMetadata:
     )
     conflicts = merged.conflicting_sources
     if conflicts:
-        import logging  # only when there is something to say: logging is slow to import
+        from ._log import logger
 
-        logging.getLogger("dra_metadata").warning(
+        logger().warning(
             "metadata files disagree on the claim UID: %s",
             ", ".join(f"{s.path} has {s.claim_uid!r}" for s in (sources[0], *conflicts)),
         )

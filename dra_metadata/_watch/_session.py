@@ -69,10 +69,10 @@ _STOP_POLL: Final = 0.05
 
 
 def logger() -> logging.Logger:
-    """The ``dra_metadata`` logger, imported when there is something to say (it is slow)."""
-    import logging
+    """The ``dra_metadata`` logger (:mod:`..._log`), imported when there is something to say."""
+    from .._log import logger as package_logger
 
-    return logging.getLogger("dra_metadata")
+    return package_logger()
 
 
 @runtime_checkable

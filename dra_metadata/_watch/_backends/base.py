@@ -86,11 +86,9 @@ def open_notifier(backend: Backend) -> Notifier:
         except InotifyUnavailableError as err:
             if backend == "inotify":
                 raise DRAMetadataError(f"cannot watch with inotify: {err}") from None
-            import logging  # only when there is something to say: logging is slow to import
+            from ..._log import logger
 
-            logging.getLogger("dra_metadata").info(
-                "inotify unavailable (%s); watching with watchfiles", err
-            )
+            logger().info("inotify unavailable (%s); watching with watchfiles", err)
     from .watchfiles import WatchfilesNotifier
 
     return WatchfilesNotifier()
