@@ -221,3 +221,13 @@ def test_files_are_read_only_and_the_cli_answers_as_on_the_host(
     expected = on_host.stdout.replace(str(view), dm.CONTAINER_DIR)
     assert inside.stdout == expected
     assert inside.stdout.count("exit 0") == len(COMMANDS)
+
+
+def test_the_image_is_labelled_runs_as_non_root_and_has_a_shell(podman: Podman, image: str) -> None:
+    """The image carries its version label, runs as user 65532, and has sh for the manifests."""
+    shown = podman("image", "inspect", image).stdout
+    (config,) = [entry["Config"] for entry in json.loads(shown)]
+    assert config["Labels"]["org.opencontainers.image.version"] == dm.__version__
+    assert config["User"] == "65532:65532"
+    done = podman.run(image, ["sh", "-c", "id -u; dra-metadata --version"])
+    assert done.stdout == f"65532\ndra-metadata {dm.__version__}\n", done.stderr
