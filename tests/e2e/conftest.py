@@ -72,14 +72,6 @@ def skip_reason(config: pytest.Config) -> str | None:
     return None
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _e2e_wanted(request: pytest.FixtureRequest) -> None:
-    """Skip the whole suite, with the reason, where it cannot or should not run."""
-    reason = skip_reason(request.config)
-    if reason is not None:
-        pytest.skip(reason)
-
-
 @dataclass
 class Podman:
     """podman with this suite's containers.conf; each call is one real podman command."""
@@ -140,8 +132,17 @@ class Podman:
 
 
 @pytest.fixture(scope="session")
-def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Podman]:
-    """podman set up for these machines (CONTAINERS_CONF at this suite's file)."""
+def podman(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Podman]:
+    """podman set up for these machines (CONTAINERS_CONF at this suite's file).
+
+    Every end-to-end test needs it, so this is where the suite is skipped, with the
+    reason, where it cannot or should not run: before any image is built.
+    """
+    reason = skip_reason(request.config)
+    if reason is not None:
+        pytest.skip(reason)
     conf = tmp_path_factory.mktemp("podman") / "containers.conf"
     conf.write_text(CONTAINERS_CONF, encoding="utf-8")
     tool = Podman({**os.environ, "CONTAINERS_CONF": str(conf)})
