@@ -407,8 +407,14 @@ def env_vars(
     driver: str | None = None,
     prefix: str = DEFAULT_PREFIX,
     max_size: int = DEFAULT_MAX_SIZE,
+    profile: str | Iterable[str] | None = None,
 ) -> dict[str, str]:
     """The environment variables ``dra-metadata env`` prints, in the same order.
+
+    With ``profile`` (``"cuda"``, or several: ``["cuda", "nccl"]``), the
+    variables of those framework profiles instead (see
+    :mod:`dra_metadata._profiles`); one that cannot be built raises
+    :class:`~dra_metadata.EnvError` saying what is missing.
 
     Reads every request under ``root`` (default ``$DRA_METADATA_ROOT``, else the
     container directory), or those of the claim named ``claim``, of the claim
@@ -445,6 +451,11 @@ def env_vars(
         driver=driver,
         max_size=max_size,
     )
+    if profile is not None:
+        from ._profiles import profile_variables
+
+        names = [profile] if isinstance(profile, str) else list(profile)
+        return profile_variables(from_entries(root_path(root), entries), names)
     variables, problems = collect(from_entries(root_path(root), entries), prefix=prefix)
     if problems:
         raise problems[0]

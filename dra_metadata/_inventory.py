@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -48,6 +48,9 @@ from ._model import (
 from ._paths import RootArg, root_path
 from ._read import DEFAULT_MAX_SIZE, merge
 from ._scan import ClaimKind, Entry, scan
+
+if TYPE_CHECKING:
+    from ._topology import DeviceKind, KindRule, Topology
 
 __all__ = [
     "Inventory",
@@ -352,6 +355,24 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
                     continue
                 found.append(device)
         return found
+
+    def topology(
+        self, *, kinds: Mapping[str, DeviceKind] | KindRule | None = None
+    ) -> Topology:
+        """Where every device sits: kinds, NUMA nodes, PCIe roots, affinity.
+
+        ``kinds`` overrides the kind rules (driver name -> ``gpu``, ``nic``,
+        ``cpu``, ``memory`` or ``other``, or a function of a device returning a
+        kind or ``None``); see :mod:`dra_metadata._topology`.
+
+        >>> import dra_metadata as dm
+        >>> topo = dm.inventory("examples/topology-tree").topology()
+        >>> [(d.label, d.name) for d in topo.gpus]
+        [('gpu0', 'gpu-0'), ('gpu1', 'gpu-1')]
+        """
+        from ._topology import build
+
+        return build(self, kinds=kinds)
 
 
 def _has_value(device: MountedDevice, name: str, value: object) -> bool:

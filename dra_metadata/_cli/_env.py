@@ -6,6 +6,7 @@ import argparse
 from typing import Final
 
 from .._env import DEFAULT_PREFIX, FORMATS, valid_prefix
+from .._errors import DRAMetadataError
 from ._common import (
     EXIT_OK,
     Commands,
@@ -72,13 +73,27 @@ def register(commands: Commands) -> None:
         metavar="TEXT",
         help=f"start of every name (default {DEFAULT_PREFIX})",
     )
+    parser.add_argument(
+        "--profile",
+        action="append",
+        choices=("cuda", "rocm", "nccl", "dpdk", "numa"),
+        metavar="NAME",
+        help="print a framework's variables instead (cuda, rocm, nccl, dpdk, numa; "
+        "repeatable); see docs/topology.md",
+    )
     parser.set_defaults(handler=_env)
 
 
 def _env(args: argparse.Namespace) -> int:
     from .._env import collect, render
 
-    variables, problems = collect(selected_inventory(args), prefix=args.prefix)
+    if args.profile:
+        from .._profiles import profile_variables
+
+        variables = profile_variables(selected_inventory(args), args.profile)
+        problems: list[DRAMetadataError] = []
+    else:
+        variables, problems = collect(selected_inventory(args), prefix=args.prefix)
     data, refused = render(variables, args.format)
     write_stdout(data)
     worst = EXIT_OK

@@ -1,0 +1,105 @@
+"""``dra-metadata topology``: where the pod's devices sit, as a tree or a matrix."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+from ._common import (
+    EXIT_OK,
+    Commands,
+    add_command,
+    add_format,
+    add_selection,
+    exit_code_for,
+    fail,
+    selected_inventory,
+    write_stdout,
+)
+
+__all__ = ["register"]
+
+_KINDS: Final = ("gpu", "nic", "cpu", "memory", "other")
+
+_DESCRIPTION: Final = """\
+Show every mounted device (across claims, requests and drivers, or the ones
+--claim, --template-claim, --request and --driver select) by where it sits:
+NUMA node > PCIe root > devices. NUMA nodes come from the standard
+resource.kubernetes.io/numaNode or the names drivers publish today
+(dra.cpu/numaNodeID, dra.net/numaNode, dra.memory/numaNode, a numaNode in
+the driver's own domain); attributes that disagree are reported on stderr.
+
+Each device gets a kind (gpu, nic, cpu, memory, other): network data means
+nic, then known drivers (gpu.nvidia.com, gpu.amd.com, gpu.intel.com, dra.cpu,
+dra.net, dra.memory) and drivers named gpu.*; --kind DRIVER=KIND overrides.
+CPUs of one request on one NUMA node share a line.
+
+--matrix prints device x device affinity instead: ROOT same PCIe root, NUMA
+same NUMA node, SOCK same socket (where the metadata says so), SYS different,
+? not in the metadata. --json prints devices, NUMA nodes, PCIe roots, the
+affinity of every pair and the problems.
+
+A missing root exits 66; a file that does not decode is reported on stderr
+(its devices are left out) and exits 65.
+"""
+
+
+def _kind(text: str) -> tuple[str, str]:
+    driver, sep, kind = text.rpartition("=")
+    if not sep or not driver or kind not in _KINDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected DRIVER=KIND, KIND one of {', '.join(_KINDS)}"
+        )
+    return driver, kind
+
+
+def register(commands: Commands) -> None:
+    """Add ``topology`` to ``commands``."""
+    parser = add_command(
+        commands,
+        "topology",
+        summary="show devices by NUMA node and PCIe root, or their affinity matrix",
+        description=_DESCRIPTION,
+    )
+    add_selection(parser, required=False)
+    parser.add_argument(
+        "--matrix", action="store_true", help="device x device affinity, with a legend"
+    )
+    parser.add_argument(
+        "--kind",
+        type=_kind,
+        action="append",
+        default=[],
+        metavar="DRIVER=KIND",
+        help="treat DRIVER's devices as KIND (repeatable)",
+    )
+    add_format(parser, ("text", "json"), help="text: the tree or matrix (default); json")
+    parser.set_defaults(handler=_topology)
+
+
+def _topology(args: argparse.Namespace) -> int:
+    from .._inventory import Inventory
+    from .._topology import build
+    from ._common import terminal_width
+
+    inv: Inventory = selected_inventory(args)
+    topo = build(inv, kinds=dict(args.kind))
+    if args.format == "json":
+        import msgspec
+
+        write_stdout(msgspec.json.format(msgspec.json.encode(topo.to_dict()), indent=2) + b"\n")
+    else:
+        width = terminal_width()
+        text = topo.matrix(width) if args.matrix else topo.tree(width)
+        write_stdout(text.encode("utf-8", "surrogateescape"))
+    worst = EXIT_OK
+    if not topo.devices:
+        from .._nearby import MOUNT_HINT
+
+        fail(f"no devices are mounted under {inv.root}: {MOUNT_HINT}")
+    for problem in topo.problems:
+        fail(problem.message)
+    for found in inv.problems:
+        fail(found.message)
+        worst = max(worst, exit_code_for(found.error))
+    return worst

@@ -1,0 +1,176 @@
+"""Framework profiles: the variables a framework reads, built only from the metadata.
+
+``dra-metadata env --profile NAME`` and ``dm.env_vars(profile=NAME)`` print
+these instead of the ``DRA_...`` variables. A profile that cannot be built from
+the metadata is an :class:`~dra_metadata.EnvError` that says what is missing,
+and nothing of it is printed.
+
+=========  =====================================================================
+``cuda``   ``CUDA_VISIBLE_DEVICES``: the GPUs' ``uuid`` attribute (what
+           NVIDIA/k8s-dra-driver-gpu publishes for GPUs, MIG and VFIO devices,
+           ``cmd/gpu-kubelet-plugin/deviceinfo.go``), comma-joined, ordered by
+           PCI bus ID when every GPU has one (the standard ``pciBusID``, else
+           NVIDIA's ``pcieBusID``), then with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
+           (CUDA C Programming Guide, "CUDA Environment Variables"). Every GPU
+           must be from ``gpu.nvidia.com``.
+``rocm``   ``ROCR_VISIBLE_DEVICES``: the GPUs' ``uuid`` attribute (ROCm accepts
+           UUIDs there: ROCm docs, "GPU isolation techniques"), ordered the same
+           way. Every GPU must be from ``gpu.amd.com``. ROCm/k8s-gpu-dra-driver
+           does not publish a UUID today (``docs/driver-attributes.md``), so
+           this profile fails with that said until it does.
+``nccl``   ``NCCL_SOCKET_IFNAME=<=net1,net2>`` (``=``: exact names, not
+           prefixes; NCCL docs, "Environment Variables") from the NICs' network
+           data, and ``NCCL_IB_HCA`` (also exact) when every such NIC has a
+           ``dra.net/rdmaDevice`` (kubernetes-sigs/dranet
+           ``pkg/apis/attributes.go``).
+``dpdk``   ``DPDK_PCI_ALLOWLIST`` (comma-joined) and ``DPDK_EAL_ALLOW`` (``-a
+           ADDR`` for each, for an EAL command line; DPDK "EAL parameters") from
+           the NICs' PCI addresses (the standard ``pciBusID``, else
+           ``dra.net/pciAddress``).
+``numa``   ``NUMA_NODES``: the union of the devices' own NUMA nodes, and
+           ``NUMACTL_OPTIONS=--cpunodebind=N --membind=N`` for ``numactl``.
+=========  =====================================================================
+
+>>> import dra_metadata as dm
+>>> env = profile_variables(dm.inventory("examples/topology-tree"), ["cuda", "nccl"])
+>>> env["CUDA_DEVICE_ORDER"], env["NCCL_SOCKET_IFNAME"], env["NCCL_IB_HCA"]
+('PCI_BUS_ID', '=net1,net2', '=mlx5_0,mlx5_1')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Final
+
+from ._errors import EnvError
+
+if TYPE_CHECKING:
+    from ._inventory import Inventory
+    from ._topology import Topology, TopologyDevice
+
+__all__ = ["PROFILES", "profile_variables"]
+
+_UUID: Final = "uuid"
+_RDMA: Final = "dra.net/rdmaDevice"
+
+
+def _who(device: TopologyDevice) -> str:
+    return f"{device.label} ({device.driver} {device.name!r} of {device.claim}/{device.request})"
+
+
+def _ordered(devices: list[TopologyDevice]) -> tuple[list[TopologyDevice], bool]:
+    from ._topology import pci_sort_key
+
+    if devices and all(device.pci_bus_id for device in devices):
+        return sorted(devices, key=lambda d: pci_sort_key(d.pci_bus_id or "")), True
+    return devices, False
+
+
+def _gpu_uuids(topo: Topology, profile: str, vendor: str, variable: str) -> dict[str, str]:
+    gpus = topo.gpus
+    if not gpus:
+        raise EnvError(f"profile {profile}: no GPU is mounted (no device of kind gpu)")
+    others = [gpu for gpu in gpus if gpu.driver != vendor]
+    if others:
+        raise EnvError(
+            f"profile {profile}: {_who(others[0])} is not from {vendor}; {variable} "
+            f"names {vendor} GPUs only (select them with --driver {vendor})"
+        )
+    missing = [gpu for gpu in gpus if not isinstance(gpu.attribute(_UUID), str)]
+    if missing:
+        raise EnvError(
+            f"profile {profile}: {_who(missing[0])} has no {_UUID!r} attribute, so "
+            f"{variable} cannot name it"
+        )
+    ordered, by_bus = _ordered(gpus)
+    found = {variable: ",".join(str(gpu.attribute(_UUID)) for gpu in ordered)}
+    if by_bus and profile == "cuda":
+        found["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    return found
+
+
+def _cuda(topo: Topology) -> dict[str, str]:
+    return _gpu_uuids(topo, "cuda", "gpu.nvidia.com", "CUDA_VISIBLE_DEVICES")
+
+
+def _rocm(topo: Topology) -> dict[str, str]:
+    return _gpu_uuids(topo, "rocm", "gpu.amd.com", "ROCR_VISIBLE_DEVICES")
+
+
+def _nccl(topo: Topology) -> dict[str, str]:
+    nics = [
+        nic for nic in topo.nics if nic.network_data is not None and nic.network_data.interface_name
+    ]
+    if not nics:
+        raise EnvError(
+            "profile nccl: no NIC has an interface name in its network data "
+            "(wait for it: dra-metadata wait --for network)"
+        )
+    names = [nic.network_data.interface_name for nic in nics if nic.network_data]
+    found = {"NCCL_SOCKET_IFNAME": "=" + ",".join(names)}
+    hcas = [nic.attribute(_RDMA) for nic in nics]
+    if all(isinstance(hca, str) and hca for hca in hcas):
+        found["NCCL_IB_HCA"] = "=" + ",".join(str(hca) for hca in hcas)
+    return found
+
+
+def _dpdk(topo: Topology) -> dict[str, str]:
+    nics = topo.nics
+    if not nics:
+        raise EnvError("profile dpdk: no NIC is mounted (no device of kind nic)")
+    missing = [nic for nic in nics if not nic.pci_bus_id]
+    if missing:
+        raise EnvError(
+            f"profile dpdk: {_who(missing[0])} has no PCI address "
+            "(resource.kubernetes.io/pciBusID or dra.net/pciAddress)"
+        )
+    ordered, _ = _ordered(nics)
+    addresses = [str(nic.pci_bus_id) for nic in ordered]
+    return {
+        "DPDK_PCI_ALLOWLIST": ",".join(addresses),
+        "DPDK_EAL_ALLOW": " ".join(f"-a {address}" for address in addresses),
+    }
+
+
+def _numa(topo: Topology) -> dict[str, str]:
+    nodes = topo.numa_nodes()
+    if not nodes:
+        raise EnvError(
+            "profile numa: no device has a NUMA node (resource.kubernetes.io/numaNode "
+            "or a driver's own name for it)"
+        )
+    text = ",".join(str(node) for node in nodes)
+    return {"NUMA_NODES": text, "NUMACTL_OPTIONS": f"--cpunodebind={text} --membind={text}"}
+
+
+#: Profile name -> the function building its variables from a topology.
+PROFILES: Final[dict[str, Callable[[Topology], dict[str, str]]]] = {
+    "cuda": _cuda,
+    "rocm": _rocm,
+    "nccl": _nccl,
+    "dpdk": _dpdk,
+    "numa": _numa,
+}
+
+
+def profile_variables(inv: Inventory, profiles: Iterable[str]) -> dict[str, str]:
+    """The variables of every named profile, in order; raises :class:`EnvError`.
+
+    A request whose file does not decode is an error too (its devices would be
+    missing from the profile). Values holding a NUL are refused as in ``env``.
+    """
+    names = list(dict.fromkeys(profiles))
+    unknown = [name for name in names if name not in PROFILES]
+    if unknown:
+        raise EnvError(f"unknown profile {unknown[0]!r}; the profiles are {', '.join(PROFILES)}")
+    if inv.problems:
+        problem = inv.problems[0]
+        raise EnvError(f"profile {names[0]}: {problem.message} (its devices would be missing)")
+    topo = inv.topology()
+    found: dict[str, str] = {}
+    for name in names:
+        for variable, value in PROFILES[name](topo).items():
+            if "\x00" in value:
+                raise EnvError(f"profile {name}: {variable} would hold a NUL character")
+            found[variable] = value
+    return found
