@@ -79,7 +79,9 @@ from ._read import DEFAULT_MAX_SIZE, read_file, read_request_dir
 if TYPE_CHECKING:
     from ._lint import RULES as LINT_RULES
     from ._lint import LintProblem, lint
+    from ._live import LiveFinding, LiveReport, check_live
     from ._schema import json_schema
+    from ._topology import Topology, TopologyDevice
     from ._validate import validate
     from ._watch import (
         MetadataWatcher,
@@ -124,6 +126,8 @@ __all__ = [
     "InvalidNameError",
     "Inventory",
     "LintProblem",
+    "LiveFinding",
+    "LiveReport",
     "ManagedFieldsEntry",
     "MergedDeviceMetadata",
     "MetadataNotFoundError",
@@ -141,6 +145,8 @@ __all__ = [
     "PublishError",
     "StaleMetadataError",
     "SymlinkError",
+    "Topology",
+    "TopologyDevice",
     "VersionValue",
     "WaitTimeoutError",
     "WatchEvent",
@@ -148,6 +154,7 @@ __all__ = [
     "__version__",
     "await_for",
     "awatch",
+    "check_live",
     "decode",
     "default_root",
     "encode",
@@ -195,6 +202,11 @@ _LAZY: dict[str, tuple[str, str]] = {
     "LINT_RULES": ("_lint", "RULES"),
     "LintProblem": ("_lint", "LintProblem"),
     "lint": ("_lint", "lint"),
+    "LiveFinding": ("_live", "LiveFinding"),
+    "LiveReport": ("_live", "LiveReport"),
+    "check_live": ("_live", "check_live"),
+    "Topology": ("_topology", "Topology"),
+    "TopologyDevice": ("_topology", "TopologyDevice"),
     "validate": ("_validate", "validate"),
     "json_schema": ("_schema", "json_schema"),
 }

@@ -46,6 +46,8 @@ _COMMANDS: Final = (
     ("_watch", ("watch", "wait")),
     ("_validate", ("validate",)),
     ("_lint", ("lint",)),
+    ("_topology", ("topology",)),
+    ("_doctor", ("doctor",)),
 )
 
 

@@ -1,0 +1,109 @@
+"""``dra-metadata doctor``: does this container have what its metadata says?"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+from ._common import (
+    EXIT_FALSE,
+    EXIT_OK,
+    Commands,
+    add_command,
+    add_format,
+    add_root,
+    fail,
+    write_stdout,
+    write_text,
+)
+
+__all__ = ["register"]
+
+_DESCRIPTION: Final = """\
+Compare every mounted device with the system this container sees:
+
+  pci-device        its PCI address exists under SYS/bus/pci/devices
+  numa-node         sysfs numa_node is the device's NUMA node
+  pcie-root         the PCIe root in its sysfs path is its pcieRoot
+  interface         the network data's interface is in this network namespace,
+  hardware-address  with that hardware address
+  ip                and each of those IPs (read with `ip -json address`)
+  cpuset            each dra.cpu CPU is in this process's effective cpuset
+                    (cgroup v2 cpuset.cpus.effective, v1 cpuset.effective_cpus)
+  file              each metadata file decodes and is current (not replaced on
+                    the node after the container started: stale)
+
+Prints one line per difference (PATH: DEVICE: CHECK: expected ..., found ...
+(what to do)) and a summary; --verbose prints the checks that passed too.
+Exits 0 when the container matches its metadata, 1 when something differs,
+66 when nothing is mounted under the root.
+"""
+
+
+def register(commands: Commands) -> None:
+    """Add ``doctor`` to ``commands``."""
+    parser = add_command(
+        commands,
+        "doctor",
+        summary="check the metadata against this container's devices, network and cpuset",
+        description=_DESCRIPTION,
+    )
+    add_root(parser)
+    parser.add_argument("--sys-root", default="/sys", metavar="DIR", help="sysfs (default /sys)")
+    parser.add_argument(
+        "--proc-root", default="/proc", metavar="DIR", help="procfs (default /proc)"
+    )
+    parser.add_argument(
+        "--cgroup-root",
+        default="/sys/fs/cgroup",
+        metavar="DIR",
+        help="the cgroup mount (default /sys/fs/cgroup)",
+    )
+    parser.add_argument(
+        "--ip", default="ip", metavar="COMMAND", help="the iproute2 command (default ip)"
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="also print the checks that passed"
+    )
+    add_format(parser, ("text", "json"), help="text: one line per finding (default); json")
+    parser.set_defaults(handler=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .._inventory import inventory
+    from .._live import check_live
+
+    inv = inventory(getattr(args, "root", None))
+    if not inv.exists or not inv.files:
+        from .._errors import MetadataNotFoundError
+        from .._nearby import MOUNT_HINT
+
+        raise MetadataNotFoundError(f"nothing is mounted under {inv.root}: {MOUNT_HINT}")
+    report = check_live(
+        inv.root,
+        sys_root=args.sys_root,
+        proc_root=args.proc_root,
+        cgroup_root=args.cgroup_root,
+        ip=args.ip,
+        inventory=inv,
+    )
+    if args.format == "json":
+        import msgspec
+
+        write_stdout(msgspec.json.format(msgspec.json.encode(report.to_dict()), indent=2) + b"\n")
+    else:
+        lines = [
+            ("ok: " if finding.ok else "") + str(finding)
+            for finding in report.findings
+            if args.verbose or not finding.ok
+        ]
+        problems = len(report.problems)
+        lines.append(
+            f"{len(report.findings)} checks, {problems} "
+            + ("difference" if problems == 1 else "differences")
+        )
+        write_text("".join(line + "\n" for line in lines))
+    if not report.ok:
+        fail(f"the container does not match its metadata ({len(report.problems)} differences)")
+        return EXIT_FALSE
+    return EXIT_OK

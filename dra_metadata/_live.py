@@ -1,0 +1,471 @@
+"""Does the container have what its metadata says? The live check behind ``doctor``.
+
+:func:`check_live` compares every mounted device with the system this process
+sees and returns a :class:`LiveReport` of :class:`LiveFinding` records, each
+saying what was checked, what was expected, what was found, and which file
+said so:
+
+``pci-device``
+    a PCI address (``resource.kubernetes.io/pciBusID``, or a driver's own name
+    for it: NVIDIA's ``pcieBusID``, dranet's ``pciAddress``) exists under
+    ``<sys>/bus/pci/devices``;
+``numa-node``
+    its sysfs ``numa_node`` is the device's own NUMA node (``-1``: none);
+``pcie-root``
+    the PCIe root in its sysfs path (``<sys>/devices/pci0000:3a/...``) is the
+    ``pcieRoot`` attribute;
+``interface``, ``hardware-address``, ``ip``
+    the network data's interface exists in this network namespace, with that
+    hardware address and each of those IPs (read with ``ip -json address``
+    from iproute2: netlink through a maintained tool, not by hand);
+``cpuset``
+    each CPU a ``dra.cpu`` device stands for (``cpuID``) is in this process's
+    effective cpuset: cgroup v2 ``cpuset.cpus.effective``, v1
+    ``cpuset.effective_cpus``, found through ``<proc>/self/cgroup``;
+``file``
+    every metadata file decodes and is current: a mounted file whose node copy
+    was replaced has ``st_nlink == 0`` and will never change again (stale).
+
+The sysfs, procfs and cgroup roots are parameters, so tests and odd systems
+can point elsewhere.
+
+>>> import dra_metadata as dm
+>>> report = dm.check_live("examples/topology-tree", sys_root="/nonexistent",
+...                        proc_root="/nonexistent")
+>>> report.ok, sorted({f.check for f in report.problems})
+(False, ['cpuset', 'interface', 'pci-device'])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final, Literal
+
+import msgspec
+
+from ._paths import RootArg
+
+if TYPE_CHECKING:
+    from ._inventory import Inventory
+    from ._topology import TopologyDevice
+
+__all__ = ["Check", "LiveFinding", "LiveReport", "check_live", "parse_cpu_list"]
+
+Check = Literal[
+    "pci-device", "numa-node", "pcie-root", "interface", "hardware-address", "ip", "cpuset", "file"
+]
+
+SYS_ROOT: Final = "/sys"
+PROC_ROOT: Final = "/proc"
+CGROUP_ROOT: Final = "/sys/fs/cgroup"
+
+
+class LiveFinding(msgspec.Struct, frozen=True, gc=False):
+    """One comparison of the metadata with the live system.
+
+    ``subject`` names the device (or file), ``path`` the metadata file that
+    said what was ``expected``; ``hint`` says what to do when it is not ``ok``.
+
+    >>> f = LiveFinding("ip", False, "nic0", "10.0.0.5/24", "10.0.0.9/24", "/x.json")
+    >>> print(f)
+    /x.json: nic0: ip: expected 10.0.0.5/24, found 10.0.0.9/24
+    """
+
+    check: Check
+    ok: bool
+    subject: str
+    expected: str
+    found: str
+    path: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.path}: {self.subject}: {self.check}: "
+        text += f"expected {self.expected}, found {self.found}"
+        return f"{text} ({self.hint})" if self.hint and not self.ok else text
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form ``doctor --json`` prints."""
+        return {
+            "check": self.check,
+            "ok": self.ok,
+            "subject": self.subject,
+            "expected": self.expected,
+            "found": self.found,
+            "path": self.path,
+            "hint": self.hint or None,
+        }
+
+
+class LiveReport(msgspec.Struct, frozen=True, gc=False):
+    """Every finding of one :func:`check_live` run, in device order."""
+
+    root: str
+    findings: tuple[LiveFinding, ...] = ()
+
+    @property
+    def problems(self) -> list[LiveFinding]:
+        """The findings where the system does not match the metadata."""
+        return [finding for finding in self.findings if not finding.ok]
+
+    @property
+    def ok(self) -> bool:
+        """Nothing differs (also true when nothing was there to check)."""
+        return all(finding.ok for finding in self.findings)
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form ``doctor --json`` prints."""
+        return {
+            "root": self.root,
+            "ok": self.ok,
+            "checked": len(self.findings),
+            "problems": len(self.problems),
+            "findings": [finding.to_dict() for finding in self.findings],
+        }
+
+
+def parse_cpu_list(text: str) -> set[int]:
+    """A kernel CPU list (``0-3,8,10-11``) as a set; ``ValueError`` if it is not one.
+
+    >>> sorted(parse_cpu_list("0-2,8\\n"))
+    [0, 1, 2, 8]
+    """
+    found: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, sep, high = part.partition("-")
+        if sep:
+            found.update(range(int(low), int(high) + 1))
+        else:
+            found.add(int(low))
+    return found
+
+
+def _normal_pci(address: str) -> str:
+    """``00000000:3B:00.0`` (NVML) -> ``0000:3b:00.0`` (sysfs); other text as it is."""
+    try:
+        head, _, function = address.rpartition(".")
+        domain, bus, slot = head.split(":")
+        return f"{int(domain, 16):04x}:{int(bus, 16):02x}:{int(slot, 16):02x}.{int(function, 16):x}"
+    except ValueError:
+        return address
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as found:
+            return found.read()
+    except OSError:
+        return None
+
+
+class _Interface(msgspec.Struct, gc=False):
+    local: str = ""
+    prefixlen: int = -1
+
+
+class _Link(msgspec.Struct, gc=False):
+    ifname: str = ""
+    address: str = ""
+    addr_info: list[_Interface] = []
+
+
+def _ip_links(ip: str) -> list[_Link] | str:
+    """The interfaces of this network namespace from ``ip -json address``, or why not."""
+    read_end, write_end = os.pipe()
+    try:
+        try:
+            pid = os.posix_spawnp(
+                ip,
+                [ip, "-json", "address", "show"],
+                dict(os.environ),
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, write_end, 1),
+                    (os.POSIX_SPAWN_CLOSE, read_end),
+                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                ],
+            )
+        except OSError as err:
+            return f"{ip} could not run ({os.strerror(err.errno or 0).lower()})"
+        os.close(write_end)
+        write_end = -1
+        chunks = []
+        while chunk := os.read(read_end, 65536):
+            chunks.append(chunk)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+    if os.waitstatus_to_exitcode(status) != 0:
+        return f"{ip} -json address show failed (exit {os.waitstatus_to_exitcode(status)})"
+    try:
+        return msgspec.json.decode(b"".join(chunks), type=list[_Link])
+    except msgspec.DecodeError as err:
+        return f"{ip} -json address show printed no JSON list ({err})"
+
+
+def _cpuset(proc_root: str, cgroup_root: str) -> tuple[set[int], str] | str:
+    """This process's effective cpuset and the file it came from, or why there is none."""
+    table = _read(os.path.join(proc_root, "self", "cgroup"))
+    candidates: list[str] = []
+    for line in (table or "").splitlines():
+        number, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        relative = path.lstrip("/")
+        if number == "0" and controllers == "":
+            for base in (cgroup_root, os.path.join(cgroup_root, "unified")):
+                candidates.append(os.path.join(base, relative, "cpuset.cpus.effective"))
+        elif "cpuset" in controllers.split(","):
+            candidates.append(
+                os.path.join(cgroup_root, "cpuset", relative, "cpuset.effective_cpus")
+            )
+            candidates.append(os.path.join(cgroup_root, relative, "cpuset.effective_cpus"))
+    for candidate in candidates:
+        text = _read(candidate)
+        if text is not None:
+            try:
+                return parse_cpu_list(text), candidate
+            except ValueError:
+                return f"{candidate} holds no CPU list: {text.strip()!r}"
+    if table is None:
+        return f"{os.path.join(proc_root, 'self', 'cgroup')} cannot be read"
+    return f"no cpuset file of this process's cgroup under {cgroup_root}"
+
+
+def check_live(
+    root: RootArg = None,
+    *,
+    sys_root: str = SYS_ROOT,
+    proc_root: str = PROC_ROOT,
+    cgroup_root: str = CGROUP_ROOT,
+    ip: str = "ip",
+    inventory: Inventory | None = None,
+) -> LiveReport:
+    """Compare the metadata under ``root`` with the system this process sees.
+
+    ``inventory`` reuses one already read. ``ip`` is the iproute2 command that
+    lists the interfaces (run only when a device has network data). Never
+    raises for what the system or the files hold: each difference is a
+    :class:`LiveFinding` that is not ``ok``.
+
+    >>> import dra_metadata as dm
+    >>> report = dm.check_live("examples/topology-tree", sys_root="/nonexistent")
+    >>> print(report.problems[0])  # doctest: +ELLIPSIS
+    examples/.../gpu.nvidia.com-metadata.json: gpu0 gpu-0: pci-device: expected 0000:18:00.0, ...
+    """
+    from ._inventory import inventory as read_inventory
+
+    inv = read_inventory(root) if inventory is None else inventory
+    files = {(f.kind, f.claim, f.request, f.driver): f.path for f in inv.files if f.driver}
+    findings: list[LiveFinding] = []
+    for problem in inv.problems:
+        findings.append(
+            LiveFinding(
+                "file",
+                False,
+                "metadata file",
+                "a readable metadata file",
+                problem.status,
+                problem.path,
+                problem.message,
+            )
+        )
+    for file in inv.files:
+        if file.metadata is None:
+            continue
+        try:
+            links = os.stat(file.path).st_nlink
+        except OSError as err:
+            reason = os.strerror(err.errno or 0).lower()
+            findings.append(
+                LiveFinding("file", False, "metadata file", "a current file", reason, file.path)
+            )
+            continue
+        findings.append(
+            LiveFinding(
+                "file",
+                links != 0,
+                "metadata file",
+                "a current file",
+                "current" if links else "stale: replaced on the node (st_nlink 0)",
+                file.path,
+                "" if links else "restart the container to see the node's new metadata",
+            )
+        )
+    topo = inv.topology()
+    devices_dir = os.path.realpath(os.path.join(sys_root, "devices"))
+    links_cache: list[list[_Link] | str] = []
+    cpuset_cache: list[tuple[set[int], str] | str] = []
+    from ._topology import cpu_ids
+
+    for device in topo.devices:
+        mounted = device.mounted
+        path = files.get((mounted.kind, mounted.claim, mounted.base_request, mounted.driver), "")
+        subject = f"{device.label} {device.name}"
+        if device.pci_bus_id:
+            findings.extend(_pci(device, subject, path, sys_root, devices_dir))
+        network = device.network_data
+        if network is not None and network.interface_name:
+            if not links_cache:
+                links_cache.append(_ip_links(ip))
+            findings.extend(_network(device, subject, path, links_cache[0], ip))
+        cpus = cpu_ids(device)
+        if cpus:
+            if not cpuset_cache:
+                cpuset_cache.append(_cpuset(proc_root, cgroup_root))
+            findings.extend(_cpus(cpus, subject, path, cpuset_cache[0]))
+    return LiveReport(inv.root, tuple(findings))
+
+
+def _pci(
+    device: TopologyDevice, subject: str, path: str, sys_root: str, devices_dir: str
+) -> Iterable[LiveFinding]:
+    address = _normal_pci(device.pci_bus_id or "")
+    where = os.path.join(sys_root, "bus", "pci", "devices", address)
+    if not os.path.exists(where):
+        yield LiveFinding(
+            "pci-device",
+            False,
+            subject,
+            address,
+            f"no {where}",
+            path,
+            "the device is not visible here: is sysfs mounted, and is this the node it "
+            "was allocated on?",
+        )
+        return
+    yield LiveFinding("pci-device", True, subject, address, where, path)
+    if device.numa_node is not None:
+        text = (_read(os.path.join(where, "numa_node")) or "").strip()
+        found = (
+            "unreadable numa_node"
+            if not text
+            else ("no NUMA node (-1)" if text == "-1" else f"node {text}")
+        )
+        yield LiveFinding(
+            "numa-node",
+            text == str(device.numa_node),
+            subject,
+            f"node {device.numa_node} ({device.numa_source})",
+            found,
+            path,
+            "the driver published another NUMA node than sysfs reports",
+        )
+    if device.pcie_root:
+        real = os.path.realpath(where)
+        relative = os.path.relpath(real, devices_dir).split(os.sep)
+        root = relative[0] if relative and relative[0].startswith("pci") else ""
+        yield LiveFinding(
+            "pcie-root",
+            root == device.pcie_root,
+            subject,
+            device.pcie_root,
+            root or f"no PCIe root in {real}",
+            path,
+            "the driver published another PCIe root than the sysfs path shows",
+        )
+
+
+def _same_ip(wanted: str, local: str, prefixlen: int) -> bool:
+    import ipaddress
+
+    try:
+        want = ipaddress.ip_interface(wanted)
+        have = ipaddress.ip_interface(f"{local}/{prefixlen}" if prefixlen >= 0 else local)
+    except ValueError:
+        return wanted == local
+    if "/" not in wanted:
+        return want.ip == have.ip
+    return want == have
+
+
+def _network(
+    device: TopologyDevice, subject: str, path: str, links: list[_Link] | str, ip: str
+) -> Iterable[LiveFinding]:
+    network = device.network_data
+    assert network is not None
+    name = network.interface_name
+    if isinstance(links, str):
+        yield LiveFinding(
+            "interface",
+            False,
+            subject,
+            name,
+            links,
+            path,
+            "install iproute2 (the ip command) or point ip= at it",
+        )
+        return
+    link = next((link for link in links if link.ifname == name), None)
+    if link is None:
+        there = ", ".join(link.ifname for link in links) or "none"
+        yield LiveFinding(
+            "interface",
+            False,
+            subject,
+            name,
+            f"no such interface (there: {there})",
+            path,
+            "run this in the pod's network namespace; the driver may not have moved it yet",
+        )
+        return
+    yield LiveFinding("interface", True, subject, name, name, path)
+    if network.hardware_address:
+        same = link.address.lower() == network.hardware_address.lower()
+        yield LiveFinding(
+            "hardware-address",
+            same,
+            subject,
+            network.hardware_address,
+            link.address or "none",
+            path,
+            f"{name} has another hardware address",
+        )
+    for wanted in network.ips:
+        match = next((a for a in link.addr_info if _same_ip(wanted, a.local, a.prefixlen)), None)
+        found = (
+            f"{match.local}/{match.prefixlen}"
+            if match is not None
+            else ", ".join(f"{a.local}/{a.prefixlen}" for a in link.addr_info) or "no address"
+        )
+        yield LiveFinding(
+            "ip",
+            match is not None,
+            subject,
+            f"{wanted} on {name}",
+            found,
+            path,
+            f"{name} lacks this address: the driver's network setup did not finish",
+        )
+
+
+def _cpus(
+    cpus: tuple[int, ...], subject: str, path: str, cpuset: tuple[set[int], str] | str
+) -> Iterable[LiveFinding]:
+    if isinstance(cpuset, str):
+        yield LiveFinding(
+            "cpuset",
+            False,
+            subject,
+            f"cpu {cpus[0]}",
+            cpuset,
+            path,
+            "point cgroup_root/proc_root (--cgroup-root, --proc-root) at them",
+        )
+        return
+    allowed, source = cpuset
+    from ._topology import _ranges
+
+    for cpu in cpus:
+        yield LiveFinding(
+            "cpuset",
+            cpu in allowed,
+            subject,
+            f"cpu {cpu} in the cpuset",
+            f"{source}: {_ranges(allowed)}",
+            path,
+            "the CPU driver's cpuset was not applied to this container",
+        )
