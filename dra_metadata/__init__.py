@@ -16,6 +16,13 @@ load only when the names that need them are first used.
 
 from __future__ import annotations
 
+# Before anything imports msgspec. msgspec 0.23's module initialisation imports the
+# datetime C API without checking that it succeeded: a KeyboardInterrupt landing
+# while `datetime` is first imported is lost, the API pointer stays NULL, and the
+# first Decoder built later crashes the process. With datetime already imported,
+# that step runs no Python code and cannot be interrupted. (datetime is imported by
+# msgspec anyway: this costs nothing.)
+import datetime  # noqa: F401 - first of all, see above
 from typing import TYPE_CHECKING
 
 from ._claims import read_resource_claim, read_resource_claim_template

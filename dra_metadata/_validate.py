@@ -607,6 +607,10 @@ def validate(md: ModelDeviceMetadata) -> list[FieldError]:
     >>> [(e.field, e.type.value) for e in dm.validate(bad)]
     [('podClaimName', 'Invalid value')]
     """
+    from ._model import DeviceMetadata as Model
+
+    if not isinstance(md, Model):
+        raise TypeError(f"validate() takes a DeviceMetadata, not {type(md).__name__}")
     return validate_wire(md.wire_body())  # fieldsV1 stays raw text: it is not validated
 
 

@@ -14,6 +14,7 @@ there still works, by building them all.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Final
@@ -26,12 +27,14 @@ from ._common import (
     EXIT_OK,
     EXIT_USAGE,
     PROG,
+    ClosedStdout,
     HelpFormatter,
     OutputError,
     Parser,
     add_root,
     exit_code_for,
     fail,
+    write_stdout,
 )
 
 __all__ = ["build_parser", "main"]
@@ -100,13 +103,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     ...       "--request", "r"])
     66
     """
-    arguments = sys.argv[1:] if argv is None else list(argv)
-    first = _command_of(arguments)
-    parser = build_parser(first)
+    reserve_standard_streams()
+    try:
+        return _run(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:
+        fail("interrupted")
+        return EXIT_INTERRUPTED
+
+
+def reserve_standard_streams() -> None:
+    """Put ``/dev/null`` on descriptors 0-2 that were closed when the process started.
+
+    No file opened later can then take one of those numbers and receive what was
+    meant for a standard stream. A closed stdout becomes a :class:`ClosedStdout`
+    (every write fails: exit 74, and nothing lands on stderr instead); with
+    stderr closed, messages are dropped.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stdout is None:
+        # argparse prints --help and --version to stderr when stdout is None.
+        sys.stdout = ClosedStdout()
+
+
+def _run(arguments: list[str]) -> int:
+    parser = build_parser(_command_of(arguments))
     try:
         args = parser.parse_args(arguments)
     except SystemExit as done:
-        return done.code if isinstance(done.code, int) else EXIT_USAGE
+        status = done.code if isinstance(done.code, int) else EXIT_USAGE
+        if status == EXIT_OK:  # --help or --version was printed: it must have been written
+            try:
+                write_stdout(b"")
+            except OutputError as err:
+                fail(str(err))
+                return EXIT_IOERR
+        return status
     try:
         code: int = args.handler(args)
     except DRAMetadataError as err:
@@ -114,9 +152,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_code_for(err)
     except BrokenPipeError:
         return EXIT_OK
-    except KeyboardInterrupt:
-        fail("interrupted")
-        return EXIT_INTERRUPTED
     except OutputError as err:
         fail(str(err))
         return EXIT_IOERR

@@ -23,6 +23,8 @@ Errors are one line on stderr, prefixed ``dra-metadata: ``.
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +55,7 @@ __all__ = [
     "EXIT_UNDECODABLE",
     "EXIT_USAGE",
     "PROG",
+    "ClosedStdout",
     "Commands",
     "HelpFormatter",
     "OutputError",
@@ -65,6 +68,8 @@ __all__ = [
     "exit_code_for",
     "expand_paths",
     "fail",
+    "json_text",
+    "one_line",
     "selected_claim",
     "selected_inventory",
     "terminal_width",
@@ -310,8 +315,99 @@ def check_each(paths: Sequence[str], check: Callable[[str], tuple[Sequence[objec
 
 
 def fail(message: str) -> None:
-    """Print one error line on stderr."""
-    print(f"{PROG}: {message}", file=sys.stderr)
+    """Print one error line on stderr, whatever the message holds (see :func:`one_line`).
+
+    Never anywhere else: with stderr closed (``2>&-``) the message is dropped, and
+    a stderr that cannot be written (``2>/dev/full``) is given up on, silently.
+    """
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(f"{PROG}: {one_line(message)}\n")
+        stream.flush()
+    except (OSError, ValueError):
+        sys.stderr = None  # nothing more is said, and the flush at exit is skipped
+
+
+#: Characters :func:`one_line` and :func:`json_text` write as short escapes.
+_SHORT_ESCAPES: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (os.fsdecode's surrogate)
+        return f"\\x{code - 0xDC00:02x}"
+    short = _SHORT_ESCAPES.get(char)
+    if short is not None:
+        return short
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def one_line(text: str) -> str:
+    r"""``text`` as one line that cannot drive a terminal: every unprintable character escaped.
+
+    Newlines, carriage returns, tabs, ESC and the other control characters, line
+    and paragraph separators, and bytes of a name that were not UTF-8 become
+    ``\n``, ``\r``, ``\t``, ``\xNN`` or ``\uNNNN``; printable text (``é``
+    included) stays as it is.
+
+    >>> print(one_line("evil/v1\x1b[2J\nFAKE LINE"))
+    evil/v1\x1b[2J\nFAKE LINE
+    >>> one_line("caf\xe9 gpu")
+    'café gpu'
+    """
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else _escape(char) for char in text)
+
+
+def json_text(text: str) -> str:
+    r"""``text`` escaped as :func:`one_line` does, with backslashes doubled: unambiguous.
+
+    For names printed by ``ls`` and ``watch``: a directory named ``a<newline>b``
+    is ``a\nb`` and one named ``a\nb`` (a backslash, then ``n``) is ``a\\nb``; a
+    byte that is not UTF-8 is ``\xNN``, a literal ``\xff`` is ``\\xff``. The
+    result is always valid UTF-8, so JSON output stays JSON.
+
+    >>> print(json_text("a\nb"), json_text("a\\nb"), json_text("x\udcff"))
+    a\nb a\\nb x\xff
+    """
+    if text.isprintable() and "\\" not in text:
+        return text
+    return "".join(
+        "\\\\" if char == "\\" else char if char.isprintable() else _escape(char) for char in text
+    )
+
+
+class _ClosedBuffer:
+    """The binary side of :class:`ClosedStdout`."""
+
+    def write(self, data: bytes) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def flush(self) -> None:
+        """Nothing is ever buffered."""
+
+
+class ClosedStdout(io.TextIOBase):
+    """What ``sys.stdout`` is when the process started with it closed (``>&-``).
+
+    Writing fails as writing to a closed descriptor does, so output errors are
+    reported (exit 74) and nothing is sent to stderr in its place.
+    """
+
+    buffer = _ClosedBuffer()
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def fileno(self) -> int:
+        return 1  # /dev/null, put there by reserve_standard_streams()
 
 
 class OutputError(Exception):
@@ -331,6 +427,8 @@ def write_stdout(data: bytes) -> None:
     after pointing stdout at ``/dev/null`` so that the flush at exit does not
     complain again.
     """
+    if sys.stdout is None:  # started with stdout closed (>&-), outside main()
+        raise OutputError("write standard output: bad file descriptor")
     out = getattr(sys.stdout, "buffer", None)
     if out is None:  # stdout replaced by a text stream (contextlib.redirect_stdout)
         sys.stdout.write(data.decode("utf-8", "surrogateescape"))

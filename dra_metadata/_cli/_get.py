@@ -9,6 +9,7 @@ from .._model import NETWORK_FIELDS
 from ._common import (
     EXIT_FALSE,
     EXIT_OK,
+    EXIT_UNDECODABLE,
     Commands,
     add_command,
     add_format,
@@ -111,7 +112,14 @@ def _get(args: argparse.Namespace) -> int:
         write_stdout(msgspec.json.encode(values) + b"\n")
         return EXIT_OK
     end = "\0" if args.format == "null" else "\n"
-    write_stdout(
-        "".join(format_value(value) + end for value in values if value is not None).encode("utf-8")
-    )
+    texts = [format_value(value) for value in values if value is not None]
+    if end == "\0":
+        for device, text in zip(devices, texts, strict=True):
+            if "\0" in text:  # it would print as two records
+                fail(
+                    f"{args.name!r} of {device.driver}/{device.pool}/{device.name} in {where} "
+                    "holds a NUL character, which -0 cannot delimit: use --json"
+                )
+                return EXIT_UNDECODABLE
+    write_stdout("".join(text + end for text in texts).encode("utf-8", "surrogateescape"))
     return EXIT_OK

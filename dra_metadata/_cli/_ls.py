@@ -13,6 +13,8 @@ from ._common import (
     add_selection,
     exit_code_for,
     fail,
+    json_text,
+    one_line,
     selected_inventory,
     write_stdout,
 )
@@ -100,12 +102,12 @@ def row(file: MountedFile) -> dict[str, object]:
     problem = file.problem
     return {
         "kind": file.kind,
-        "claim": printable(file.claim),
-        "request": printable(file.request),
-        "driver": printable(file.driver),
-        "path": printable(file.path),
+        "claim": json_text(file.claim),
+        "request": json_text(file.request),
+        "driver": json_text(file.driver),
+        "path": json_text(file.path),
         "status": "ok" if problem is None else problem.status,
-        "error": None if problem is None else printable(problem.message),
+        "error": None if problem is None else one_line(problem.message),
         "apiVersion": None if md is None else md.api_version,
         "generation": None if meta is None else meta.generation,
         "devices": None if md is None else sum(len(r.devices) for r in md.requests),
@@ -143,25 +145,3 @@ def table(rows: list[dict[str, object]]) -> str:
         ]
         lines.append("  ".join(parts).rstrip() + "\n")
     return "".join(lines)
-
-
-def printable(text: str) -> str:
-    r"""``text`` with what would break a line or a terminal escaped.
-
-    Bytes that are not UTF-8 (kept by Python as surrogates) become ``\xNN``,
-    other unprintable characters their Python escape.
-
-    >>> printable("gpu"), printable("a\nb"), printable("\udcff")
-    ('gpu', 'a\\nb', '\\xff')
-    """
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        if "\udc80" <= ch <= "\udcff":
-            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
-        elif ch.isprintable():
-            out.append(ch)
-        else:
-            out.append(ascii(ch)[1:-1])
-    return "".join(out)
