@@ -1,0 +1,212 @@
+"""Framework profiles: env --profile and env_vars(profile=), built only from the metadata."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dra_metadata as dm
+from tests.conftest import REPO
+from tests.test_topology import STD, TOPOLOGY_ROOT, run, write_claims
+
+A = dm.DeviceAttribute
+UUID0 = "GPU-4a1c2e3f-5b6d-4e7f-8091-a2b3c4d5e6f7"
+UUID1 = "GPU-9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"
+
+
+def gpu(name: str, driver: str = "gpu.nvidia.com", **attributes: dm.DeviceAttribute) -> dm.Device:
+    """A GPU of ``driver`` with ``attributes``."""
+    return dm.Device(driver, "p", name, attributes)
+
+
+def test_cuda_profile_of_the_sample_pod() -> None:
+    """cuda: the GPUs' UUIDs in PCI bus order, and CUDA_DEVICE_ORDER=PCI_BUS_ID."""
+    assert dm.env_vars(root=TOPOLOGY_ROOT, profile="cuda") == {
+        "CUDA_VISIBLE_DEVICES": f"{UUID0},{UUID1}",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    }
+
+
+def test_cuda_orders_by_pci_bus_id_only_when_every_gpu_has_one(tmp_path: Path) -> None:
+    """GPUs sort by bus ID (NVML's form too); one without keeps metadata order, no DEVICE_ORDER."""
+    late = gpu("a", uuid=A(string="GPU-b"), pcieBusID=A(string="00000000:AF:00.0"))
+    early = gpu("b", uuid=A(string="GPU-a"), **{STD + "pciBusID": A(string="0000:3b:00.0")})
+    write_claims(tmp_path / "all", {"c/r": [late, early]})
+    assert dm.env_vars(root=tmp_path / "all", profile="cuda") == {
+        "CUDA_VISIBLE_DEVICES": "GPU-a,GPU-b",
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    }
+    write_claims(tmp_path / "some", {"c/r": [late, gpu("b", uuid=A(string="GPU-a"))]})
+    assert dm.env_vars(root=tmp_path / "some", profile="cuda") == {
+        "CUDA_VISIBLE_DEVICES": "GPU-b,GPU-a"
+    }
+
+
+@pytest.mark.parametrize(
+    ("devices", "words"),
+    [
+        ([], "no GPU is mounted"),
+        ([gpu("g", uuid=A(string="GPU-1")), gpu("h", "gpu.amd.com")], "is not from gpu.nvidia.com"),
+        ([gpu("g")], "has no 'uuid' attribute"),
+    ],
+)
+def test_cuda_profile_that_cannot_be_built_prints_nothing(
+    tmp_path: Path, devices: list[dm.Device], words: str
+) -> None:
+    """No GPU, mixed vendors, a GPU without UUID: an error saying what is missing, exit 65."""
+    write_claims(tmp_path, {"c/r": devices or [dm.Device("dra.cpu", "p", "cpu-0")]})
+    with pytest.raises(dm.EnvError, match=words):
+        dm.env_vars(root=tmp_path, profile="cuda")
+    code, out, err = run("env", "--root", str(tmp_path), "--profile", "cuda")
+    assert (code, out) == (65, "")
+    assert words in err
+
+
+def test_rocm_profile_needs_a_uuid_amd_does_not_publish_yet(tmp_path: Path) -> None:
+    """rocm names AMD GPUs by uuid; the AMD driver's own attributes have none: an error says so."""
+    amd = {"numaNode": A(int=0), "productName": A(string="MI300X")}
+    write_claims(tmp_path / "amd", {"c/r": [gpu("gpu-0-128", "gpu.amd.com", **amd)]})
+    with pytest.raises(dm.EnvError, match="has no 'uuid' attribute, so ROCR_VISIBLE_DEVICES"):
+        dm.env_vars(root=tmp_path / "amd", profile="rocm")
+    uuid = gpu("gpu-0-128", "gpu.amd.com", uuid=A(string="GPU-5f6e"))
+    write_claims(tmp_path / "uuid", {"c/r": [uuid]})
+    assert dm.env_vars(root=tmp_path / "uuid", profile="rocm") == {
+        "ROCR_VISIBLE_DEVICES": "GPU-5f6e"
+    }
+
+
+def test_nccl_profile_from_network_data(tmp_path: Path) -> None:
+    """nccl: exact interface names; NCCL_IB_HCA only when every NIC names its RDMA device."""
+    assert dm.env_vars(root=TOPOLOGY_ROOT, profile="nccl") == {
+        "NCCL_SOCKET_IFNAME": "=net1,net2",
+        "NCCL_IB_HCA": "=mlx5_0,mlx5_1",
+    }
+    nic = dm.Device("dra.net", "p", "eth1", network_data=dm.NetworkDeviceData("net1"))
+    write_claims(tmp_path / "a", {"c/r": [nic]})
+    assert dm.env_vars(root=tmp_path / "a", profile="nccl") == {"NCCL_SOCKET_IFNAME": "=net1"}
+    write_claims(tmp_path / "b", {"c/r": [dm.Device("dra.net", "p", "eth1")]})
+    with pytest.raises(dm.EnvError, match="no NIC has an interface name"):
+        dm.env_vars(root=tmp_path / "b", profile="nccl")
+
+
+def test_dpdk_profile_from_pci_addresses(tmp_path: Path) -> None:
+    """dpdk: the NICs' PCI addresses as an allow-list; a NIC without one is an error."""
+    assert dm.env_vars(root=TOPOLOGY_ROOT, profile="dpdk") == {
+        "DPDK_PCI_ALLOWLIST": "0000:19:00.0,0000:87:00.0",
+        "DPDK_EAL_ALLOW": "-a 0000:19:00.0 -a 0000:87:00.0",
+    }
+    write_claims(tmp_path, {"c/r": [dm.Device("dra.net", "p", "eth1")]})
+    with pytest.raises(dm.EnvError, match=r"nic0 .*has no PCI address"):
+        dm.env_vars(root=tmp_path, profile="dpdk")
+
+
+def test_numa_profile_is_the_union_of_numa_nodes(tmp_path: Path) -> None:
+    """numa: every device's own NUMA node, once, sorted; none at all is an error."""
+    assert dm.env_vars(root=TOPOLOGY_ROOT, profile="numa") == {
+        "NUMA_NODES": "0,1",
+        "NUMACTL_OPTIONS": "--cpunodebind=0,1 --membind=0,1",
+    }
+    write_claims(tmp_path, {"c/r": [gpu("g")]})
+    with pytest.raises(dm.EnvError, match="no device has a NUMA node"):
+        dm.env_vars(root=tmp_path, profile="numa")
+
+
+def test_profiles_repeat_and_follow_the_selection() -> None:
+    """--profile repeats; the selection options narrow what a profile sees; same as env_vars."""
+    code, out, _ = run(
+        "env",
+        "--root",
+        str(TOPOLOGY_ROOT),
+        "--profile",
+        "cuda",
+        "--profile",
+        "numa",
+        "--format",
+        "json",
+    )
+    assert code == 0
+    import json
+
+    assert json.loads(out) == dm.env_vars(root=TOPOLOGY_ROOT, profile=["cuda", "numa"])
+    code, out, _ = run("env", "--root", str(TOPOLOGY_ROOT), "--claim", "cpus", "--profile", "numa")
+    assert (code, out) == (
+        0,
+        "export NUMA_NODES=0,1\nexport NUMACTL_OPTIONS='--cpunodebind=0,1 --membind=0,1'\n",
+    )
+
+
+def test_unknown_profile_is_a_usage_error_and_a_value_error() -> None:
+    """An unknown profile name is exit 64 from the CLI and an EnvError from env_vars."""
+    code, _, err = run("env", "--root", str(TOPOLOGY_ROOT), "--profile", "tpu")
+    assert code == 64
+    assert "invalid choice: 'tpu'" in err
+    with pytest.raises(dm.EnvError, match="the profiles are cuda, rocm, nccl, dpdk, numa"):
+        dm.env_vars(root=TOPOLOGY_ROOT, profile="tpu")
+
+
+def test_a_broken_file_keeps_a_profile_from_being_half_made(tmp_path: Path) -> None:
+    """A request with an undecodable file makes the profile an error, not a shorter list."""
+    write_claims(tmp_path, {"c/r": [gpu("g", uuid=A(string="GPU-1"))]})
+    (tmp_path / "resourceclaims" / "c" / "r" / "zz.example.com-metadata.json").write_text("{")
+    code, out, err = run("env", "--root", str(tmp_path), "--profile", "cuda")
+    assert (code, out) == (65, "")
+    assert "its devices would be missing" in err
+
+
+HOSTILE = "net1'; touch pwned; echo '$(touch pwned2)`touch pwned3`\\"
+
+
+@pytest.mark.parametrize("shell", ["sh", "bash"])
+def test_profiles_source_exactly_in_real_shells(tmp_path: Path, shell: str) -> None:
+    """Profile output sourced in sh and bash sets every value exactly and runs nothing."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"no {shell} on PATH")
+    nic = dm.Device("dra.net", "p", "eth1", network_data=dm.NetworkDeviceData(HOSTILE))
+    write_claims(tmp_path / "root", {"c/r": [nic]})
+    script = (
+        f'eval "$({sys.executable} -m dra_metadata env --root {tmp_path / "root"} '
+        f'--profile nccl)"\n'
+        'printf "%s" "$NCCL_SOCKET_IFNAME"\n'
+    )
+    done = subprocess.run(
+        [shell, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "=" + HOSTILE
+    assert not any(tmp_path.glob("pwned*"))
+    sample = subprocess.run(
+        [shell, "-c", '. /dev/stdin; printf "%s|%s" "$CUDA_VISIBLE_DEVICES" "$NUMACTL_OPTIONS"'],
+        input=subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "dra_metadata",
+                "env",
+                "--root",
+                str(TOPOLOGY_ROOT),
+                "--profile",
+                "cuda",
+                "--profile",
+                "numa",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+            timeout=60,
+        ).stdout,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert sample.stdout == f"{UUID0},{UUID1}|--cpunodebind=0,1 --membind=0,1"
