@@ -121,3 +121,35 @@ dm.wait_for(claim="nic", request="eth", until=dm.has_network_data, root={str(SAM
     assert loaded_after(code) == []
     wait = ("wait", "--root", str(SAMPLE_ROOT), "--claim", "nic", "--request", "eth")
     assert imported("-m", "dra_metadata", *wait, "--for", "network") & set(HEAVY) == set()
+
+
+def test_topology_and_doctor_load_no_heavy_dependency() -> None:
+    """topology (tree, matrix, json), env --profile and doctor load no heavy package or json."""
+    root = str(REPO / "examples" / "topology-tree")
+    startup = imported("-c", "pass")
+    for args in (
+        ("topology", "--root", root),
+        ("topology", "--root", root, "--matrix"),
+        ("topology", "--root", root, "--json"),
+        ("env", "--root", root, "--profile", "cuda", "--profile", "nccl"),
+    ):
+        modules = imported("-m", "dra_metadata", *args)
+        assert modules & set(HEAVY) == set(), args
+        assert (modules - startup) & {"json", "shutil"} == set(), args
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "dra_metadata", "doctor", "--root", root],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    modules = {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    assert "dra_metadata" in modules
+    assert modules & set(HEAVY) == set()
+    assert (modules - startup) & {"json", "shutil", "subprocess"} == set()
+    assert loaded_after(f"import dra_metadata as dm; dm.check_live({root!r}); dm.Topology") == []
