@@ -370,6 +370,8 @@ def _pci(
 
 
 def _same_ip(wanted: str, local: str, prefixlen: int) -> bool:
+    if wanted in (f"{local}/{prefixlen}", local):  # the common case, without ipaddress
+        return True
     import ipaddress
 
     try:
