@@ -86,7 +86,7 @@ from ._read import DEFAULT_MAX_SIZE, read_file, read_request_dir
 if TYPE_CHECKING:
     from ._lint import RULES as LINT_RULES
     from ._lint import LintProblem, lint
-    from ._live import LiveFinding, LiveReport, check_live
+    from ._live import ClaimVariable, LiveFinding, LiveReport, check_live
     from ._schema import json_schema
     from ._topology import Topology, TopologyDevice
     from ._validate import validate
@@ -120,6 +120,7 @@ __all__ = [
     "AttributeKind",
     "AttributeValue",
     "ClaimRef",
+    "ClaimVariable",
     "DRAMetadataError",
     "DecodeError",
     "Device",
@@ -209,6 +210,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "LINT_RULES": ("_lint", "RULES"),
     "LintProblem": ("_lint", "LintProblem"),
     "lint": ("_lint", "lint"),
+    "ClaimVariable": ("_live", "ClaimVariable"),
     "LiveFinding": ("_live", "LiveFinding"),
     "LiveReport": ("_live", "LiveReport"),
     "check_live": ("_live", "check_live"),

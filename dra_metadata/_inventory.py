@@ -50,6 +50,7 @@ from ._read import DEFAULT_MAX_SIZE, merge
 from ._scan import ClaimKind, Entry, scan
 
 if TYPE_CHECKING:
+    from ._live import ClaimVariable
     from ._topology import DeviceKind, KindRule, Topology
 
 __all__ = [
@@ -356,9 +357,7 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
                 found.append(device)
         return found
 
-    def topology(
-        self, *, kinds: Mapping[str, DeviceKind] | KindRule | None = None
-    ) -> Topology:
+    def topology(self, *, kinds: Mapping[str, DeviceKind] | KindRule | None = None) -> Topology:
         """Where every device sits: kinds, NUMA nodes, PCIe roots, affinity.
 
         ``kinds`` overrides the kind rules (driver name -> ``gpu``, ``nic``,
@@ -373,6 +372,22 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         from ._topology import build
 
         return build(self, kinds=kinds)
+
+    def claim_variables(self, environ: Mapping[str, str] | None = None) -> list[ClaimVariable]:
+        """Variables of ``environ`` (default ``os.environ``) carrying a mounted claim's UID.
+
+        Joins what drivers inject through CDI (``DRA_CPUSET_<claimUID>``) to the
+        claim and requests it belongs to; see :func:`dra_metadata._live.claim_variables`.
+
+        >>> import dra_metadata as dm
+        >>> inv = dm.inventory("examples/topology-tree")
+        >>> env = {"EXAMPLE_RESOURCE_CLAIM": "7f6e5d4c-3b2a-4190-8f7e-6d5c4b3a2910"}
+        >>> [(v.name, v.claim, v.requests) for v in inv.claim_variables(env)]
+        [('EXAMPLE_RESOURCE_CLAIM', 'rdma', ('nic',))]
+        """
+        from ._live import claim_variables
+
+        return claim_variables(self, environ)
 
 
 def _has_value(device: MountedDevice, name: str, value: object) -> bool:

@@ -39,7 +39,7 @@ can point elsewhere.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -50,7 +50,15 @@ if TYPE_CHECKING:
     from ._inventory import Inventory
     from ._topology import TopologyDevice
 
-__all__ = ["Check", "LiveFinding", "LiveReport", "check_live", "parse_cpu_list"]
+__all__ = [
+    "Check",
+    "ClaimVariable",
+    "LiveFinding",
+    "LiveReport",
+    "check_live",
+    "claim_variables",
+    "parse_cpu_list",
+]
 
 Check = Literal[
     "pci-device", "numa-node", "pcie-root", "interface", "hardware-address", "ip", "cpuset", "file"
@@ -471,3 +479,49 @@ def _cpus(
             path,
             "the CPU driver's cpuset was not applied to this container",
         )
+
+
+class ClaimVariable(msgspec.Struct, frozen=True, gc=False):
+    """An environment variable a driver set that carries a claim's UID, joined to the claim.
+
+    Some drivers set variables through CDI whose name or value holds the
+    claim UID (the CPU driver's ``DRA_CPUSET_<claimUID>``, the example driver's
+    ``..._RESOURCE_CLAIM=<uid>``). ``requests`` are that claim's mounted
+    request directories.
+    """
+
+    name: str
+    value: str
+    kind: str
+    claim: str
+    uid: str
+    requests: tuple[str, ...]
+
+
+def claim_variables(
+    inv: Inventory, environ: Mapping[str, str] | None = None
+) -> list[ClaimVariable]:
+    """The variables of ``environ`` (default ``os.environ``) that name a mounted claim's UID.
+
+    A UID matches in the name with ``-`` or ``_`` between its groups, in any
+    case, or anywhere in the value. Variables come in ``environ`` order.
+
+    >>> import dra_metadata as dm
+    >>> inv = dm.inventory("examples/topology-tree")
+    >>> env = {"DRA_CPUSET_2B3C4D5E_6F70_4182_93A4_B5C6D7E8F901": "0-1,16-17", "HOME": "/"}
+    >>> [(v.claim, v.requests, v.value) for v in claim_variables(inv, env)]
+    [('cpus', ('cpus',), '0-1,16-17')]
+    """
+    claims: dict[str, tuple[str, str, list[str]]] = {}
+    for mounted in inv.requests:
+        uid = mounted.claim_uid
+        if uid:
+            claims.setdefault(uid, (mounted.kind, mounted.claim, []))[2].append(mounted.request)
+    found: list[ClaimVariable] = []
+    for name, value in (os.environ if environ is None else environ).items():
+        folded = name.upper().replace("-", "_")
+        for uid, (kind, claim, requests) in claims.items():
+            if uid.upper().replace("-", "_") in folded or uid in value:
+                found.append(ClaimVariable(name, value, kind, claim, uid, tuple(requests)))
+                break
+    return found

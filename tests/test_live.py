@@ -324,3 +324,20 @@ def test_doctor_without_metadata_says_what_to_do(tmp_path: Path) -> None:
     code, out, err = run("doctor", "--root", str(tmp_path / "none"))
     assert (code, out) == (66, "")
     assert "--root or DRA_METADATA_ROOT" in err
+
+
+def test_variables_named_after_a_claim_join_the_claim() -> None:
+    """DRA_CPUSET_<claimUID> and a value holding a UID map back to their claim and requests."""
+    inv = dm.inventory(TOPOLOGY_ROOT)
+    environ = {
+        "PATH": "/usr/bin",
+        "DRA_CPUSET_2b3c4d5e-6f70-4182-93a4-b5c6d7e8f901": "0-1,16-17",
+        "GPU_RESOURCE_CLAIM": "5d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6",
+        "OTHER_CLAIM": "00000000-0000-4000-8000-000000000000",
+    }
+    found = [(v.name, v.kind, v.claim, v.requests) for v in inv.claim_variables(environ)]
+    assert found == [
+        ("DRA_CPUSET_2b3c4d5e-6f70-4182-93a4-b5c6d7e8f901", "claim", "cpus", ("cpus",)),
+        ("GPU_RESOURCE_CLAIM", "template", "gpus", ("gpu",)),
+    ]
+    assert inv.claim_variables({}) == []

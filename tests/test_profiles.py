@@ -19,9 +19,14 @@ UUID0 = "GPU-4a1c2e3f-5b6d-4e7f-8091-a2b3c4d5e6f7"
 UUID1 = "GPU-9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"
 
 
-def gpu(name: str, driver: str = "gpu.nvidia.com", **attributes: dm.DeviceAttribute) -> dm.Device:
-    """A GPU of ``driver`` with ``attributes``."""
-    return dm.Device(driver, "p", name, attributes)
+def gpu(
+    name: str,
+    driver: str = "gpu.nvidia.com",
+    more: dict[str, dm.DeviceAttribute] | None = None,
+    **attributes: dm.DeviceAttribute,
+) -> dm.Device:
+    """A GPU of ``driver`` with ``attributes`` (and ``more``, keys that are not names)."""
+    return dm.Device(driver, "p", name, {**attributes, **(more or {})})
 
 
 def test_cuda_profile_of_the_sample_pod() -> None:
@@ -35,7 +40,7 @@ def test_cuda_profile_of_the_sample_pod() -> None:
 def test_cuda_orders_by_pci_bus_id_only_when_every_gpu_has_one(tmp_path: Path) -> None:
     """GPUs sort by bus ID (NVML's form too); one without keeps metadata order, no DEVICE_ORDER."""
     late = gpu("a", uuid=A(string="GPU-b"), pcieBusID=A(string="00000000:AF:00.0"))
-    early = gpu("b", uuid=A(string="GPU-a"), **{STD + "pciBusID": A(string="0000:3b:00.0")})
+    early = gpu("b", more={STD + "pciBusID": A(string="0000:3b:00.0")}, uuid=A(string="GPU-a"))
     write_claims(tmp_path / "all", {"c/r": [late, early]})
     assert dm.env_vars(root=tmp_path / "all", profile="cuda") == {
         "CUDA_VISIBLE_DEVICES": "GPU-a,GPU-b",
@@ -70,7 +75,7 @@ def test_cuda_profile_that_cannot_be_built_prints_nothing(
 def test_rocm_profile_needs_a_uuid_amd_does_not_publish_yet(tmp_path: Path) -> None:
     """rocm names AMD GPUs by uuid; the AMD driver's own attributes have none: an error says so."""
     amd = {"numaNode": A(int=0), "productName": A(string="MI300X")}
-    write_claims(tmp_path / "amd", {"c/r": [gpu("gpu-0-128", "gpu.amd.com", **amd)]})
+    write_claims(tmp_path / "amd", {"c/r": [gpu("gpu-0-128", "gpu.amd.com", amd)]})
     with pytest.raises(dm.EnvError, match="has no 'uuid' attribute, so ROCR_VISIBLE_DEVICES"):
         dm.env_vars(root=tmp_path / "amd", profile="rocm")
     uuid = gpu("gpu-0-128", "gpu.amd.com", uuid=A(string="GPU-5f6e"))
