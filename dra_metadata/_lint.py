@@ -27,11 +27,10 @@ DRA114 requests[0].Name
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -59,6 +58,9 @@ from ._paths import (
     driver_of,
 )
 from ._versions import GROUP, NEWEST
+
+if TYPE_CHECKING:
+    from ._gojson import Node
 
 __all__ = ["MAX_ATTRIBUTES", "RULES", "LintProblem", "lint"]
 
@@ -218,7 +220,7 @@ def _entries(data: bytes) -> Iterator[_Entry]:
         except _gojson.GoDecodeError as err:
             yield _Entry(index, "", None, str(err), None)
             return
-        plain = _plain_json(data[start:end])
+        plain = _plain_json(data, node)
         try:
             result = _gojson.decode_node(data, node)
         except _gojson.GoDecodeError as err:
@@ -238,19 +240,41 @@ def _entries(data: bytes) -> Iterator[_Entry]:
         index += 1
 
 
-def _plain_json(chunk: bytes) -> _Object | None:
-    """One stream object as plain JSON, or None when Python's parser cannot read it."""
-    try:
-        value = json.loads(
-            chunk.decode("utf-8", "replace"), object_pairs_hook=_Object, parse_constant=_refuse
-        )
-    except (ValueError, RecursionError):
-        return None
+#: How deep the plain view goes; no rule looks deeper, and below it a value is its raw text.
+_PLAIN_DEPTH: Final = 64
+
+
+class _Deep(str):
+    """A value nested deeper than :data:`_PLAIN_DEPTH`, kept as its raw JSON text."""
+
+    __slots__ = ()
+
+
+def _plain(data: bytes, node: Node, depth: int = 0) -> object:
+    """The plain-JSON view of a parsed value: objects as :class:`_Object`, duplicates kept.
+
+    Built from the exact decoder's parse (which has no depth limit of Python's), so a
+    stream nested as deep as Go allows is linted like any other.
+    """
+    kind = node.kind
+    if kind in "{[" and depth >= _PLAIN_DEPTH:
+        return _Deep(data[node.start : node.end].decode("utf-8", "replace"))
+    if kind == "{":
+        return _Object([(key, _plain(data, value, depth + 1)) for key, value in node.members])
+    if kind == "[":
+        return [_plain(data, item, depth + 1) for item in node.items]
+    if kind == '"':
+        return node.text
+    if kind == "0":
+        text = node.text
+        return float(text) if any(c in text for c in ".eE") else int(text)
+    return {"t": True, "f": False}.get(kind)
+
+
+def _plain_json(data: bytes, node: Node) -> _Object | None:
+    """One stream object as plain JSON (``None`` when it is not an object)."""
+    value = _plain(data, node)
     return value if isinstance(value, _Object) else None
-
-
-def _refuse(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _api_version_of(plain: _Object | None) -> str:

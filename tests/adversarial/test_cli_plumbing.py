@@ -287,3 +287,18 @@ def test_msgspec_alone_survives_an_early_sigint_once_datetime_is_imported() -> N
         process.wait(timeout=60)
         crashes += process.returncode == -signal.SIGSEGV
     assert crashes == 0
+
+
+# --------------------------------------------------------------------------- deep nesting
+
+
+@pytest.mark.parametrize("depth", [900, 990, 3000, 9000])
+def test_lint_finds_an_unknown_key_whatever_its_value_nests_to(depth: int) -> None:
+    """An unknown key holding a value nested as deep as Go reads is still reported."""
+    md = dm.DeviceMetadata(
+        metadata=dm.ObjectMeta(name="c", generation=1), requests=(dm.DeviceMetadataRequest("r"),)
+    )
+    text = dm.encode(md, [dm.V1BETA1]).decode()
+    deep = '{"a":' * depth + "1" + "}" * depth
+    data = text.replace('"requests"', f'"extra": {deep}, "requests"', 1)
+    assert [(p.code, p.field) for p in dm.lint(data)] == [("DRA114", "extra")]
