@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -150,13 +151,28 @@ def _deep_fields_v1(depth: int) -> bytes:
 
 
 #: Whether Python holds a fieldsV1 5000 levels deep. msgspec's decoder counts its levels
-#: against CPython's C recursion limit: ``sys.getrecursionlimit()`` (1000) on 3.11, a
-#: fixed 1500 on 3.12, a fixed 10000 on 3.13 (less what the caller's stack already uses).
-#: Go's decoder allows 10000 levels in the whole stream, so 9996 in fieldsV1 here.
+#: against CPython's C recursion limit: ``sys.getrecursionlimit()`` (1000 by default) on
+#: 3.11, a fixed 1500 on 3.12, a fixed 10000 on 3.13 (less what the caller's stack already
+#: uses). Go's decoder allows 10000 levels in the whole stream, so 9996 in fieldsV1 here.
 HOLDS_5000_LEVELS = sys.version_info >= (3, 13)
 TOO_DEEP = r"managedFields\[0\]\.fieldsV1 is nested too deeply"
 
 
+@pytest.fixture
+def default_recursion_limit() -> Iterator[None]:
+    """Python's default recursion limit while the test runs, whatever ran before it.
+
+    In-process mypy (``mypy.api.run``) raises the limit to 16384 and leaves it there.
+    """
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
 def test_fields_v1_as_deep_as_go_allows_is_a_dict_or_a_decode_error_by_python() -> None:
     """5000 levels decode; to_dict() gives them on 3.13, names the field on 3.11 and 3.12."""
     md = dm.decode(_deep_fields_v1(5000))
@@ -175,6 +191,7 @@ def test_fields_v1_as_deep_as_go_allows_is_a_dict_or_a_decode_error_by_python() 
     assert dm.decode(dm.encode(md, [dm.V1BETA1])).metadata == md.metadata
 
 
+@pytest.mark.usefixtures("default_recursion_limit")
 def test_fields_v1_too_deep_for_python_is_a_decode_error_not_a_recursion_error() -> None:
     """A fieldsV1 deeper than any supported Python holds: to_dict() names the field."""
     depth = 100_000  # deeper than Go decodes too, so built in code
