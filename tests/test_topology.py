@@ -357,3 +357,24 @@ def test_topology_example_runs() -> None:
         "NCCL_SOCKET_IFNAME==net1,net2",
         "NCCL_IB_HCA==mlx5_0,mlx5_1",
     ]
+
+
+def test_names_the_node_wrote_cannot_break_json_or_lines(tmp_path: Path) -> None:
+    """A claim directory with a newline and a byte that is not UTF-8: valid JSON, one-line text."""
+    claim = os.path.join(os.fsencode(tmp_path), b"resourceclaims", b"c\xff\nx", b"r")
+    os.makedirs(claim)
+    md = dm.DeviceMetadata(
+        requests=(dm.DeviceMetadataRequest("r", (dm.Device("dra.cpu", "p", "c"),)),)
+    )
+    with open(os.path.join(claim, b"dra.cpu-metadata.json"), "wb") as out:
+        out.write(dm.encode(md))
+    code, out, _ = run("topology", "--root", str(tmp_path), "--json")
+    assert code == 0
+    assert json.loads(out)["devices"][0]["claim"] == "c\\xff\nx"
+    code, out, _ = run("topology", "--root", str(tmp_path))
+    assert code == 0
+    assert "c\\udcff\\nx/r" in out
+    code, out, _ = run("doctor", "--root", str(tmp_path), "--verbose", "--proc-root", str(tmp_path))
+    assert len(out.splitlines()) == 2  # the file, the summary
+    code, out, _ = run("doctor", "--root", str(tmp_path), "--json")
+    assert json.loads(out)["findings"][0]["path"].endswith("c\\xff\nx/r/dra.cpu-metadata.json")

@@ -88,18 +88,20 @@ def _doctor(args: argparse.Namespace) -> int:
         inventory=inv,
     )
     if args.format == "json":
-        import msgspec
+        from ._topology import json_bytes
 
-        write_stdout(msgspec.json.format(msgspec.json.encode(report.to_dict()), indent=2) + b"\n")
+        write_stdout(json_bytes(report.to_dict()))
     else:
+        from ._common import one_line
+
         lines = [
-            ("ok: " if finding.ok else "") + str(finding)
+            ("ok: " if finding.ok else "") + one_line(str(finding))
             for finding in report.findings
             if args.verbose or not finding.ok
         ]
         problems = len(report.problems)
         lines.append(
-            f"{len(report.findings)} checks, {problems} "
+            f"{len(report.findings)} {'check' if len(report.findings) == 1 else 'checks'}, {problems} "
             + ("difference" if problems == 1 else "differences")
         )
         write_text("".join(line + "\n" for line in lines))

@@ -17,7 +17,7 @@ from ._common import (
     write_stdout,
 )
 
-__all__ = ["register"]
+__all__ = ["json_bytes", "register"]
 
 _KINDS: Final = ("gpu", "nic", "cpu", "memory", "other")
 
@@ -77,6 +77,26 @@ def register(commands: Commands) -> None:
     parser.set_defaults(handler=_topology)
 
 
+def _utf8(value: object) -> object:
+    """``value`` with every string valid UTF-8: name bytes that were not become ``\\xNN``."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if isinstance(value, dict):
+        return {_utf8(k): _utf8(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_utf8(item) for item in value]
+    return value
+
+
+def json_bytes(value: object) -> bytes:
+    """``value`` as indented JSON and a newline, names that are not UTF-8 escaped."""
+    import msgspec
+
+    return msgspec.json.format(msgspec.json.encode(_utf8(value)), indent=2) + b"\n"
+
+
 def _topology(args: argparse.Namespace) -> int:
     from .._inventory import Inventory
     from .._topology import build
@@ -85,9 +105,7 @@ def _topology(args: argparse.Namespace) -> int:
     inv: Inventory = selected_inventory(args)
     topo = build(inv, kinds=dict(args.kind))
     if args.format == "json":
-        import msgspec
-
-        write_stdout(msgspec.json.format(msgspec.json.encode(topo.to_dict()), indent=2) + b"\n")
+        write_stdout(json_bytes(topo.to_dict()))
     else:
         width = terminal_width()
         text = topo.matrix(width) if args.matrix else topo.tree(width)
