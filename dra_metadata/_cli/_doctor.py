@@ -99,9 +99,9 @@ def _doctor(args: argparse.Namespace) -> int:
             for finding in report.findings
             if args.verbose or not finding.ok
         ]
-        problems = len(report.problems)
+        checks, problems = len(report.findings), len(report.problems)
         lines.append(
-            f"{len(report.findings)} {'check' if len(report.findings) == 1 else 'checks'}, {problems} "
+            f"{checks} {'check' if checks == 1 else 'checks'}, {problems} "
             + ("difference" if problems == 1 else "differences")
         )
         write_text("".join(line + "\n" for line in lines))
