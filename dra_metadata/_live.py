@@ -65,6 +65,9 @@ Check = Literal[
 ]
 
 SYS_ROOT: Final = "/sys"
+#: The CPU driver's variable, set through CDI: ``DRA_CPUSET_<claimUID>=<cpu list>``
+#: (kubernetes-sigs/dra-driver-cpu, pkg/driver/cdi.go).
+_CPUSET_PREFIX: Final = "DRA_CPUSET_"
 PROC_ROOT: Final = "/proc"
 CGROUP_ROOT: Final = "/sys/fs/cgroup"
 
@@ -107,7 +110,12 @@ class LiveFinding(msgspec.Struct, frozen=True, gc=False):
 
 
 class LiveReport(msgspec.Struct, frozen=True, gc=False):
-    """Every finding of one :func:`check_live` run, in device order."""
+    """Every finding of one :func:`check_live` run, in device order.
+
+    >>> report = LiveReport("/root", (LiveFinding("file", True, "f", "a", "a", "/f.json"),))
+    >>> report.ok, report.problems, report.to_dict()["checked"]
+    (True, [], 1)
+    """
 
     root: str
     findings: tuple[LiveFinding, ...] = ()
@@ -251,11 +259,15 @@ def check_live(
     cgroup_root: str = CGROUP_ROOT,
     ip: str = "ip",
     inventory: Inventory | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> LiveReport:
     """Compare the metadata under ``root`` with the system this process sees.
 
-    ``inventory`` reuses one already read. ``ip`` is the iproute2 command that
-    lists the interfaces (run only when a device has network data). Never
+    ``inventory`` reuses one already read. A ``DRA_CPUSET_<claimUID>`` variable
+    of ``environ`` (default ``os.environ``; the CPU driver sets it through CDI)
+    whose claim is mounted is checked against the effective cpuset too. ``ip``
+    is the iproute2 command that lists the interfaces (run only when a device
+    has network data). Never
     raises for what the system or the files hold: each difference is a
     :class:`LiveFinding` that is not ``ok``.
 
@@ -325,6 +337,29 @@ def check_live(
             if not cpuset_cache:
                 cpuset_cache.append(_cpuset(proc_root, cgroup_root))
             findings.extend(_cpus(cpus, subject, path, cpuset_cache[0]))
+    for variable in claim_variables(inv, environ):
+        if not variable.name.upper().startswith(_CPUSET_PREFIX):
+            continue
+        try:
+            wanted = sorted(parse_cpu_list(variable.value))
+        except ValueError:
+            findings.append(
+                LiveFinding(
+                    "cpuset",
+                    False,
+                    f"${variable.name}",
+                    "a CPU list",
+                    repr(variable.value),
+                    f"claim {variable.claim!r}",
+                    "the CPU driver set a value that is no CPU list",
+                )
+            )
+            continue
+        if not cpuset_cache:
+            cpuset_cache.append(_cpuset(proc_root, cgroup_root))
+        findings.extend(
+            _cpus(tuple(wanted), f"${variable.name}", f"claim {variable.claim!r}", cpuset_cache[0])
+        )
     return LiveReport(inv.root, tuple(findings))
 
 

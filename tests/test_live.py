@@ -341,3 +341,23 @@ def test_variables_named_after_a_claim_join_the_claim() -> None:
         ("GPU_RESOURCE_CLAIM", "template", "gpus", ("gpu",)),
     ]
     assert inv.claim_variables({}) == []
+
+
+def test_the_cpu_drivers_cpuset_variable_is_checked(tmp_path: Path) -> None:
+    """DRA_CPUSET_<claimUID> of a mounted claim must lie in the effective cpuset."""
+    proc, cgroup = make_cgroup(tmp_path, "0-3")
+    uid = "2b3c4d5e-6f70-4182-93a4-b5c6d7e8f901"
+    for value, oks in (("0-1", [True, True]), ("2,17", [True, False])):
+        report = dm.check_live(
+            TOPOLOGY_ROOT,
+            sys_root=str(tmp_path),
+            proc_root=str(proc),
+            cgroup_root=str(cgroup),
+            environ={f"DRA_CPUSET_{uid.replace('-', '_')}": value, "DRA_CPUSET_OTHER": "99"},
+        )
+        found = [f for f in report.findings if f.subject.startswith("$DRA_CPUSET_")]
+        assert [f.ok for f in found] == oks
+        assert all(f.path == "claim 'cpus'" for f in found)
+    report = dm.check_live(TOPOLOGY_ROOT, environ={f"DRA_CPUSET_{uid}": "zero"})
+    (bad,) = [f for f in report.findings if f.subject.startswith("$DRA_CPUSET_")]
+    assert "no CPU list" in str(bad)

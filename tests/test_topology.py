@@ -366,8 +366,8 @@ def test_names_the_node_wrote_cannot_break_json_or_lines(tmp_path: Path) -> None
     md = dm.DeviceMetadata(
         requests=(dm.DeviceMetadataRequest("r", (dm.Device("dra.cpu", "p", "c"),)),)
     )
-    with open(os.path.join(claim, b"dra.cpu-metadata.json"), "wb") as out:
-        out.write(dm.encode(md))
+    with open(os.path.join(claim, b"dra.cpu-metadata.json"), "wb") as file:
+        file.write(dm.encode(md))
     code, out, _ = run("topology", "--root", str(tmp_path), "--json")
     assert code == 0
     assert json.loads(out)["devices"][0]["claim"] == "c\\xff\nx"
