@@ -523,6 +523,10 @@ class ClaimVariable(msgspec.Struct, frozen=True, gc=False):
     claim UID (the CPU driver's ``DRA_CPUSET_<claimUID>``, the example driver's
     ``..._RESOURCE_CLAIM=<uid>``). ``requests`` are that claim's mounted
     request directories.
+
+    >>> v = ClaimVariable("DRA_CPUSET_AB", "0-3", "claim", "cpus", "ab", ("cpus",))
+    >>> v.claim, v.requests
+    ('cpus', ('cpus',))
     """
 
     name: str

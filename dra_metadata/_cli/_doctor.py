@@ -28,7 +28,8 @@ Compare every mounted device with the system this container sees:
   interface         the network data's interface is in this network namespace,
   hardware-address  with that hardware address
   ip                and each of those IPs (read with `ip -json address`)
-  cpuset            each dra.cpu CPU is in this process's effective cpuset
+  cpuset            each dra.cpu CPU, and each CPU of the CPU driver's
+                    $DRA_CPUSET_<claimUID>, is in this process's effective cpuset
                     (cgroup v2 cpuset.cpus.effective, v1 cpuset.effective_cpus)
   file              each metadata file decodes and is current (not replaced on
                     the node after the container started: stale)
