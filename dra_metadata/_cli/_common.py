@@ -61,6 +61,7 @@ __all__ = [
     "OutputError",
     "Parser",
     "add_command",
+    "add_files",
     "add_format",
     "add_root",
     "add_selection",
@@ -178,6 +179,16 @@ def add_format(
         )
     for flags, value, text in shorthands:
         group.add_argument(*flags, dest="format", action="store_const", const=value, help=text)
+
+
+def add_files(parser: argparse.ArgumentParser) -> None:
+    """Add the ``FILE...`` arguments of the file-checking commands (see :func:`check_each`)."""
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a metadata file, or a directory: every metadata file below it",
+    )
 
 
 def add_root(parser: argparse.ArgumentParser, *, top: bool = False) -> None:

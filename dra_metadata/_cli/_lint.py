@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from .._errors import DecodeError
-from ._common import Commands, add_command, check_each
+from ._common import Commands, add_command, add_files, check_each
 
 if TYPE_CHECKING:
     from .._lint import LintProblem
@@ -29,12 +29,7 @@ def register(commands: Commands) -> None:
             "path rules can run."
         ),
     )
-    parser.add_argument(
-        "files",
-        nargs="+",
-        metavar="FILE",
-        help="a metadata file, or a directory: every metadata file below it",
-    )
+    add_files(parser)
     parser.set_defaults(handler=_lint)
 
 

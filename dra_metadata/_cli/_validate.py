@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._errors import FieldError
-from ._common import Commands, add_command, check_each
+from ._common import Commands, add_command, add_files, check_each
 
 __all__ = ["register"]
 
@@ -18,12 +18,7 @@ def register(commands: Commands) -> None:
         summary="check files against the Kubernetes validation rules",
         description="Decode each FILE and print its validation errors, Go style.",
     )
-    parser.add_argument(
-        "files",
-        nargs="+",
-        metavar="FILE",
-        help="a metadata file, or a directory: every metadata file below it",
-    )
+    add_files(parser)
     parser.set_defaults(handler=_validate)
 
 
