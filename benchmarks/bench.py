@@ -47,6 +47,12 @@ has ``networkData``.
     ``PATH`` (``shutil.which``; a wrapper there, such as a pyenv shim, would be
     timed too). Target <= 1.3.
 
+``dra-metadata topology`` / ``doctor vs import msgspec.json``
+    The same, for ``topology`` and ``doctor`` on ``examples/topology-tree`` (a
+    GPU+NIC+CPU pod). ``doctor`` runs against this machine's sysfs, cgroup files
+    and ``ip -json address`` (the sample's devices are not here, so it exits 1:
+    every check runs all the same). Target <= 1.3.
+
 ``modules loaded by dra-metadata env/ls/get/show``
     The modules the console script imports for each of these commands
     (``-X importtime``) must hold none of the four above.

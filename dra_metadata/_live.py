@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Check",
     "ClaimVariable",
+    "IpQuery",
     "LiveFinding",
     "LiveReport",
     "check_live",
@@ -188,39 +189,55 @@ class _Link(msgspec.Struct, gc=False):
     addr_info: list[_Interface] = []
 
 
-def _ip_links(ip: str) -> list[_Link] | str:
-    """The interfaces of this network namespace from ``ip -json address``, or why not."""
-    read_end, write_end = os.pipe()
-    try:
+class IpQuery:
+    """``ip -json address show`` started now, its answer read on first :meth:`result`.
+
+    Starting it before the metadata is read lets it run while the files are
+    decoded (``doctor`` does); :func:`check_live` takes one as ``ip``.
+    """
+
+    def __init__(self, ip: str = "ip") -> None:
+        self.ip = ip
+        self._answer: list[_Link] | str | None = None
+        self._pid = -1
+        self._read_end, write_end = os.pipe()
         try:
-            pid = os.posix_spawnp(
+            self._pid = os.posix_spawnp(
                 ip,
                 [ip, "-json", "address", "show"],
-                dict(os.environ),
+                {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C"},
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, write_end, 1),
-                    (os.POSIX_SPAWN_CLOSE, read_end),
+                    (os.POSIX_SPAWN_CLOSE, self._read_end),
                     (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
                 ],
             )
         except OSError as err:
-            return f"{ip} could not run ({os.strerror(err.errno or 0).lower()})"
-        os.close(write_end)
-        write_end = -1
-        chunks = []
-        while chunk := os.read(read_end, 65536):
-            chunks.append(chunk)
-        _, status = os.waitpid(pid, 0)
-    finally:
-        os.close(read_end)
-        if write_end >= 0:
+            self._answer = f"{ip} could not run ({os.strerror(err.errno or 0).lower()})"
+        finally:
             os.close(write_end)
-    if os.waitstatus_to_exitcode(status) != 0:
-        return f"{ip} -json address show failed (exit {os.waitstatus_to_exitcode(status)})"
-    try:
-        return msgspec.json.decode(b"".join(chunks), type=list[_Link])
-    except msgspec.DecodeError as err:
-        return f"{ip} -json address show printed no JSON list ({err})"
+
+    def result(self) -> list[_Link] | str:
+        """The interfaces of this network namespace, or why they could not be listed."""
+        if self._answer is None:
+            self._answer = self._collect()
+        if self._read_end >= 0:
+            os.close(self._read_end)
+            self._read_end = -1
+        return self._answer
+
+    def _collect(self) -> list[_Link] | str:
+        chunks = []
+        while chunk := os.read(self._read_end, 65536):
+            chunks.append(chunk)
+        _, status = os.waitpid(self._pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            return f"{self.ip} -json address show failed (exit {code})"
+        try:
+            return msgspec.json.decode(b"".join(chunks), type=list[_Link])
+        except msgspec.DecodeError as err:
+            return f"{self.ip} -json address show printed no JSON list ({err})"
 
 
 def _cpuset(proc_root: str, cgroup_root: str) -> tuple[set[int], str] | str:
@@ -257,7 +274,7 @@ def check_live(
     sys_root: str = SYS_ROOT,
     proc_root: str = PROC_ROOT,
     cgroup_root: str = CGROUP_ROOT,
-    ip: str = "ip",
+    ip: str | IpQuery = "ip",
     inventory: Inventory | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> LiveReport:
@@ -317,7 +334,8 @@ def check_live(
         )
     topo = inv.topology()
     devices_dir = os.path.realpath(os.path.join(sys_root, "devices"))
-    links_cache: list[list[_Link] | str] = []
+    query = ip if isinstance(ip, IpQuery) else None
+    command = ip.ip if isinstance(ip, IpQuery) else ip
     cpuset_cache: list[tuple[set[int], str] | str] = []
     from ._topology import cpu_ids
 
@@ -329,17 +347,17 @@ def check_live(
             findings.extend(_pci(device, subject, path, sys_root, devices_dir))
         network = device.network_data
         if network is not None and network.interface_name:
-            if not links_cache:
-                links_cache.append(_ip_links(ip))
-            findings.extend(_network(device, subject, path, links_cache[0], ip))
+            if query is None:
+                query = IpQuery(command)
+            findings.extend(_network(device, subject, path, query.result(), command))
         cpus = cpu_ids(device)
         if cpus:
             if not cpuset_cache:
                 cpuset_cache.append(_cpuset(proc_root, cgroup_root))
             findings.extend(_cpus(cpus, subject, path, cpuset_cache[0]))
-    for variable in claim_variables(inv, environ):
-        if not variable.name.upper().startswith(_CPUSET_PREFIX):
-            continue
+    source = os.environ if environ is None else environ
+    cpusets = {k: source[k] for k in source if k.upper().startswith(_CPUSET_PREFIX)}
+    for variable in claim_variables(inv, cpusets) if cpusets else ():
         try:
             wanted = sorted(parse_cpu_list(variable.value))
         except ValueError:
@@ -360,6 +378,8 @@ def check_live(
         findings.extend(
             _cpus(tuple(wanted), f"${variable.name}", f"claim {variable.claim!r}", cpuset_cache[0])
         )
+    if query is not None:
+        query.result()  # reap it, answered or not
     return LiveReport(inv.root, tuple(findings))
 
 
@@ -556,11 +576,14 @@ def claim_variables(
         uid = mounted.claim_uid
         if uid:
             claims.setdefault(uid, (mounted.kind, mounted.claim, []))[2].append(mounted.request)
+    if not claims:
+        return []
+    keys = [(uid, uid.upper().replace("-", "_"), *rest) for uid, rest in claims.items()]
     found: list[ClaimVariable] = []
     for name, value in (os.environ if environ is None else environ).items():
         folded = name.upper().replace("-", "_")
-        for uid, (kind, claim, requests) in claims.items():
-            if uid.upper().replace("-", "_") in folded or uid in value:
+        for uid, key, kind, claim, requests in keys:
+            if key in folded or uid in value:
                 found.append(ClaimVariable(name, value, kind, claim, uid, tuple(requests)))
                 break
     return found

@@ -72,10 +72,12 @@ def register(commands: Commands) -> None:
 
 def _doctor(args: argparse.Namespace) -> int:
     from .._inventory import inventory
-    from .._live import check_live
+    from .._live import IpQuery, check_live
 
+    query = IpQuery(args.ip)  # runs while the metadata is read
     inv = inventory(getattr(args, "root", None))
     if not inv.exists or not inv.files:
+        query.result()
         from .._errors import MetadataNotFoundError
         from .._nearby import MOUNT_HINT
 
@@ -85,7 +87,7 @@ def _doctor(args: argparse.Namespace) -> int:
         sys_root=args.sys_root,
         proc_root=args.proc_root,
         cgroup_root=args.cgroup_root,
-        ip=args.ip,
+        ip=query,
         inventory=inv,
     )
     if args.format == "json":
