@@ -22,7 +22,10 @@ topology says so in :attr:`Topology.problems`:
 ``dra.net/numaNode``                   kubernetes-sigs/dranet
                                        (``pkg/apis/attributes.go``); the CPU
                                        driver publishes it too, for alignment
-``dra.memory/numaNode``                the DRA memory driver
+``dra.cpu/numaNode``                   what the memory driver publishes for
+                                       alignment with the CPU driver
+``dra.memory/numaNode``                ffromani/dra-driver-memory
+                                       (``pkg/sysinfo/rslice.go``)
 ``<driver>/numaNode``                  a ``numaNode`` in the driver's own domain:
                                        ROCm/k8s-gpu-dra-driver (``gpu.amd.com``,
                                        ``docs/driver-attributes.md``)
@@ -131,6 +134,7 @@ _STANDARD_NUMA: Final = STANDARD_DOMAIN + DOMAIN_SEPARATOR + "numaNode"
 #: ``{driver}`` stands for the device's own driver domain.
 NUMA_ALIASES: Final[tuple[str, ...]] = (
     "dra.cpu/numaNodeID",
+    "dra.cpu/numaNode",
     "dra.net/numaNode",
     "dra.memory/numaNode",
     "{driver}/numaNode",

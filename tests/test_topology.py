@@ -127,6 +127,7 @@ def test_kinds_can_be_overridden_by_driver_or_function(tmp_path: Path) -> None:
         ("dra.cpu", "numaNodeID", A(int=2), (2,), "dra.cpu/numaNodeID"),
         ("x.example.com", "dra.net/numaNode", A(int=3), (3,), "dra.net/numaNode"),
         ("x.example.com", "dra.memory/numaNode", A(int=4), (4,), "dra.memory/numaNode"),
+        ("dra.memory", "dra.cpu/numaNode", A(int=4), (4,), "dra.cpu/numaNode"),
         ("gpu.amd.com", "numaNode", A(int=5), (5,), "gpu.amd.com/numaNode"),
         ("gpu.nvidia.com", "numa", A(int=6), (6,), "gpu.nvidia.com/numa"),
         ("x.example.com", "numa", A(int=6), (), None),

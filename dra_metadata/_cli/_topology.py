@@ -26,8 +26,8 @@ Show every mounted device (across claims, requests and drivers, or the ones
 --claim, --template-claim, --request and --driver select) by where it sits:
 NUMA node > PCIe root > devices. NUMA nodes come from the standard
 resource.kubernetes.io/numaNode or the names drivers publish today
-(dra.cpu/numaNodeID, dra.net/numaNode, dra.memory/numaNode, a numaNode in
-the driver's own domain); attributes that disagree are reported on stderr.
+(dra.cpu/numaNodeID, dra.cpu/numaNode, dra.net/numaNode, dra.memory/numaNode,
+a numaNode in the driver's own domain, gpu.nvidia.com/numa); attributes that disagree are reported on stderr.
 
 Each device gets a kind (gpu, nic, cpu, memory, other): network data means
 nic, then known drivers (gpu.nvidia.com, gpu.amd.com, gpu.intel.com, dra.cpu,
