@@ -27,7 +27,8 @@ Show every mounted device (across claims, requests and drivers, or the ones
 NUMA node > PCIe root > devices. NUMA nodes come from the standard
 resource.kubernetes.io/numaNode or the names drivers publish today
 (dra.cpu/numaNodeID, dra.cpu/numaNode, dra.net/numaNode, dra.memory/numaNode,
-a numaNode in the driver's own domain, gpu.nvidia.com/numa); attributes that disagree are reported on stderr.
+a numaNode in the driver's own domain, gpu.nvidia.com/numa); attributes
+that disagree are reported on stderr.
 
 Each device gets a kind (gpu, nic, cpu, memory, other): network data means
 nic, then known drivers (gpu.nvidia.com, gpu.amd.com, gpu.intel.com, dra.cpu,
