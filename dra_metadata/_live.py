@@ -284,9 +284,9 @@ def check_live(
     of ``environ`` (default ``os.environ``; the CPU driver sets it through CDI)
     whose claim is mounted is checked against the effective cpuset too. ``ip``
     is the iproute2 command that lists the interfaces (run only when a device
-    has network data). Never
-    raises for what the system or the files hold: each difference is a
-    :class:`LiveFinding` that is not ``ok``.
+    has network data). Raises :class:`~dra_metadata.MetadataNotFoundError`
+    when the root does not exist; never for what the system or the files
+    hold: each difference is a :class:`LiveFinding` that is not ``ok``.
 
     >>> import dra_metadata as dm
     >>> report = dm.check_live("examples/topology-tree", sys_root="/nonexistent")
@@ -296,6 +296,13 @@ def check_live(
     from ._inventory import inventory as read_inventory
 
     inv = read_inventory(root) if inventory is None else inventory
+    if not inv.exists:
+        from ._errors import MetadataNotFoundError
+        from ._nearby import MOUNT_HINT
+
+        raise MetadataNotFoundError(
+            f"nothing is mounted under {inv.root}: {MOUNT_HINT}", path=inv.root
+        )
     files = {(f.kind, f.claim, f.request, f.driver): f.path for f in inv.files if f.driver}
     findings: list[LiveFinding] = []
     for problem in inv.problems:

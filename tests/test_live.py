@@ -361,3 +361,9 @@ def test_the_cpu_drivers_cpuset_variable_is_checked(tmp_path: Path) -> None:
     report = dm.check_live(TOPOLOGY_ROOT, environ={f"DRA_CPUSET_{uid}": "zero"})
     (bad,) = [f for f in report.findings if f.subject.startswith("$DRA_CPUSET_")]
     assert "no CPU list" in str(bad)
+
+
+def test_check_live_without_a_root_says_what_to_do(tmp_path: Path) -> None:
+    """check_live() on a root that does not exist raises MetadataNotFoundError with the hint."""
+    with pytest.raises(dm.MetadataNotFoundError, match="--root or DRA_METADATA_ROOT"):
+        dm.check_live(tmp_path / "none")
