@@ -249,8 +249,11 @@ def _cpuset(proc_root: str, cgroup_root: str) -> tuple[set[int], str] | str:
         controllers, _, path = rest.partition(":")
         relative = path.lstrip("/")
         if number == "0" and controllers == "":
-            for base in (cgroup_root, os.path.join(cgroup_root, "unified")):
-                candidates.append(os.path.join(base, relative, "cpuset.cpus.effective"))
+            # The nearest cgroup with the cpuset controller: the own one, else an ancestor.
+            parts = [part for part in relative.split("/") if part]
+            for depth in range(len(parts), -1, -1):
+                for base in (cgroup_root, os.path.join(cgroup_root, "unified")):
+                    candidates.append(os.path.join(base, *parts[:depth], "cpuset.cpus.effective"))
         elif "cpuset" in controllers.split(","):
             candidates.append(
                 os.path.join(cgroup_root, "cpuset", relative, "cpuset.effective_cpus")

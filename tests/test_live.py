@@ -367,3 +367,16 @@ def test_check_live_without_a_root_says_what_to_do(tmp_path: Path) -> None:
     """check_live() on a root that does not exist raises MetadataNotFoundError with the hint."""
     with pytest.raises(dm.MetadataNotFoundError, match="--root or DRA_METADATA_ROOT"):
         dm.check_live(tmp_path / "none")
+
+
+def test_cgroup_v2_without_cpuset_in_the_leaf_reads_the_nearest_ancestor(tmp_path: Path) -> None:
+    """Where the own cgroup v2 has no cpuset file, the nearest ancestor's is the effective one."""
+    proc, cgroup = make_cgroup(tmp_path, "0-3")
+    (proc / "self" / "cgroup").write_text("0::/kubepods/pod1/ctr\n")
+    (cgroup / "kubepods" / "pod1" / "ctr").mkdir()
+    write_claims(tmp_path / "m", {"c/r": [dm.Device("dra.cpu", "p", "c", {"cpuID": A(int=2)})]})
+    (finding,) = dm.check_live(
+        tmp_path / "m", proc_root=str(proc), cgroup_root=str(cgroup)
+    ).findings[1:]
+    assert finding.ok
+    assert finding.found == f"{cgroup}/kubepods/pod1/cpuset.cpus.effective: 0-3"
