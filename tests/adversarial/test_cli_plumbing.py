@@ -219,7 +219,10 @@ def _interrupt_early(args: tuple[str, ...], runs: int, latest: float) -> list[st
     (it finished) or 130 (interrupted), or more than our one line on stderr.
     A SIGINT that lands before the entry point has blocked it meets only the
     interpreter's own start-up; such runs (ended by the signal, or by its
-    KeyboardInterrupt in start-up code) are accepted.
+    KeyboardInterrupt in start-up code) are accepted. Python 3.13 can also report
+    that KeyboardInterrupt as a fatal error of an interpreter start-up stage
+    (``init_import_site``, ``init_sys_streams``) with no Python frame; 3.11 and 3.12
+    print the frames.
     """
     complete = cli(*args).stdout
     broken = []
@@ -236,6 +239,9 @@ def _interrupt_early(args: tuple[str, ...], runs: int, latest: float) -> list[st
         text = err.decode("utf-8", "replace")
         frames = [line for line in text.splitlines() if line.strip().startswith("File ")]
         ours = [line for line in frames if f"{os.sep}dra_metadata{os.sep}" in line]
+        in_startup = text.startswith("Fatal Python error: init_") and (
+            "\nKeyboardInterrupt\n" in text
+        )
         if process.returncode == -signal.SIGSEGV or ours:
             broken.append(f"run {index}: rc {process.returncode}: {text[-300:]}")
         elif process.returncode == 0:
@@ -245,7 +251,7 @@ def _interrupt_early(args: tuple[str, ...], runs: int, latest: float) -> list[st
             if text != "dra-metadata: interrupted\n" or out:
                 broken.append(f"run {index}: {text!r} {out[:80]!r}")
         elif process.returncode not in (-signal.SIGINT, 1) or (
-            process.returncode == 1 and not frames
+            process.returncode == 1 and not (frames or in_startup)
         ):
             broken.append(f"run {index}: rc {process.returncode}: {text[-300:]}")
     return broken
