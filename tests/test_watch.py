@@ -242,14 +242,14 @@ def test_every_backend_opens_a_notifier_and_an_unknown_one_is_named() -> None:
     """Each backend= value opens something that meets the Notifier protocol at run time."""
     from dra_metadata._watch._backends import BACKENDS, Notifier, check_backend, open_notifier
 
-    assert BACKENDS == ("auto", "inotify", "watchfiles")
+    assert BACKENDS == ("auto", "inotify", "watchfiles", "polling")
     for backend in BACKENDS:
         notifier = open_notifier(check_backend(backend))
         try:
             assert isinstance(notifier, Notifier), backend
         finally:
             notifier.close()
-    message = "backend must be 'auto', 'inotify' or 'watchfiles', not 'poll'"
+    message = "backend must be 'auto', 'inotify', 'watchfiles' or 'polling', not 'poll'"
     with pytest.raises(ValueError, match=message):
         check_backend("poll")
 
@@ -530,7 +530,7 @@ def test_watch_ends_at_its_timeout_and_on_its_stop_event(dra_metadata_tree: Meta
     assert [e.kind for e in dm.watch(claim="nic", request="eth", stop_event=stop)] == ["update"]
 
 
-@pytest.mark.parametrize("backend", ["inotify", "watchfiles"])
+@pytest.mark.parametrize("backend", ["inotify", "watchfiles", "polling"])
 def test_each_backend_follows_the_lifecycle(
     backend: str, dra_metadata_tree: MetadataTree, watching: Callable[..., Watching]
 ) -> None:

@@ -32,7 +32,9 @@ On Linux the watcher uses inotify directly (:mod:`._backends.inotify`): it
 sleeps until the kernel has something to say (or the safety net is due), and
 delivers an update well under a millisecond after the write at the median.
 Elsewhere it uses watchfiles (:mod:`._backends.watchfiles`), whose loop wakes
-every 50 ms. ``benchmarks/bench_watch.py`` measures both. The per-file
+every 50 ms; where neither can start (the user's inotify instances used up,
+``fs.inotify.max_user_instances``), it polls with ``lstat`` every 20 ms
+(:mod:`._backends.polling`). ``benchmarks/bench_watch.py`` measures both. The per-file
 decisions (:class:`FileState`) do no I/O and are shared by both twins; only
 the waiting differs.
 

@@ -75,7 +75,10 @@ def watch(
     period: every file is read again that often, so no final state is missed
     even if a notification is. A file that stays undecodable ``error_timeout``
     seconds gives one ``error`` event. ``backend``: ``"auto"`` (inotify on
-    Linux, else watchfiles), ``"inotify"`` or ``"watchfiles"``.
+    Linux, else watchfiles, else polling when neither can start, as when the
+    user's inotify instances are used up; said on the ``dra_metadata`` logger),
+    ``"inotify"``, ``"watchfiles"`` or ``"polling"``; one asked for by name that
+    cannot start raises :class:`~dra_metadata.DRAMetadataError`.
 
     Names are checked when called (:class:`~dra_metadata.InvalidNameError`).
 

@@ -34,7 +34,7 @@ from .._paths import (
     request_dir,
 )
 from .._read import merge, metadata_files, read_bytes
-from ._backends import Backend, Notifier, check_backend, open_notifier
+from ._backends import Backend, BackendError, Notifier, check_backend, open_notifier
 from ._conditions import Condition
 from ._events import WatchEvent
 from ._state import Change, FileState
@@ -481,6 +481,22 @@ class Run:
         assert self.session is not None
         return self.session.process(triggers, overflow, time.monotonic())
 
+    def fallback(self, err: BackendError) -> Notifier:
+        """The backend stopped working: poll instead (``"auto"``), else raise ``err``.
+
+        The new notifier watches nothing yet; the next round, an overflow, puts
+        every watch back and looks at everything, so nothing is missed.
+        """
+        from ._backends.base import polling_fallback
+
+        assert self.session is not None
+        if self.options.backend != "auto":
+            raise err
+        if self.notifier is not None:
+            self.notifier.close()
+        self.notifier = self.session.notifier = polling_fallback(str(err))
+        return self.notifier
+
     def close(self) -> None:
         """Close the notifier (every watch goes with it)."""
         if self.notifier is not None:
@@ -496,7 +512,12 @@ def iterate(run: Run) -> Generator[WatchEvent, None, None]:
     try:
         yield from run.begin()
         while (wait := run.next_wait()) is not None:
-            yield from run.step(*notifier.wait(wait))
+            try:
+                found = notifier.wait(wait)
+            except BackendError as err:
+                notifier = run.fallback(err)
+                found = (set(), True)
+            yield from run.step(*found)
     finally:
         run.close()
 
@@ -524,8 +545,12 @@ async def aiterate(run: Run) -> AsyncGenerator[WatchEvent, None]:
         for event in run.begin():
             yield event
         while (wait := run.next_wait()) is not None:
-            if fd is None:  # watchfiles: its blocking wait runs in the default executor
-                found = await loop.run_in_executor(None, notifier.wait, wait)
+            if fd is None:  # watchfiles, polling: the blocking wait runs in the default executor
+                try:
+                    found = await loop.run_in_executor(None, notifier.wait, wait)
+                except BackendError as err:
+                    notifier = run.fallback(err)
+                    found = (set(), True)
             else:
                 found = notifier.take()
                 if not found[0] and not found[1]:

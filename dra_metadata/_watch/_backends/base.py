@@ -13,12 +13,25 @@ from typing import Final, Literal, Protocol, TypeAlias, get_args, runtime_checka
 
 from ..._errors import DRAMetadataError
 
-__all__ = ["BACKENDS", "Backend", "Notifier", "check_backend", "open_notifier"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendError",
+    "Notifier",
+    "check_backend",
+    "open_notifier",
+    "polling_fallback",
+]
 
-#: Which notification mechanism a watch uses. ``"auto"``: inotify on Linux, else watchfiles.
-Backend: TypeAlias = Literal["auto", "inotify", "watchfiles"]
+#: Which notification mechanism a watch uses. ``"auto"``: inotify on Linux, else
+#: watchfiles, else polling (when neither can start, e.g. inotify instances used up).
+Backend: TypeAlias = Literal["auto", "inotify", "watchfiles", "polling"]
 #: The values of :data:`Backend`, in the order error messages list them.
 BACKENDS: Final[tuple[Backend, ...]] = get_args(Backend)
+
+
+class BackendError(DRAMetadataError):
+    """A notification backend that cannot start, or stopped working; the message is one line."""
 
 
 @runtime_checkable
@@ -72,12 +85,21 @@ def check_backend(backend: str) -> Backend:
 
 
 def open_notifier(backend: Backend) -> Notifier:
-    """An open notifier for ``backend``: ``"auto"`` is inotify, else watchfiles.
+    """An open notifier for ``backend``.
 
-    ``"inotify"`` where inotify cannot be used raises
-    :class:`~dra_metadata.DRAMetadataError`; ``"auto"`` then falls back to
-    watchfiles and says so on the ``dra_metadata`` logger (at INFO).
+    ``"auto"`` is inotify; where inotify cannot start (not Linux, or the
+    user's inotify instances are used up: ``fs.inotify.max_user_instances``)
+    watchfiles; where watchfiles cannot start either, polling. Each fallback
+    is said on the ``dra_metadata`` logger at INFO. ``"inotify"`` or
+    ``"watchfiles"`` asked for and unable to start raise :class:`BackendError`
+    (a :class:`~dra_metadata.DRAMetadataError`) with a one-line reason; no
+    exception of the backend's own escapes.
     """
+    if backend == "polling":
+        from .polling import PollingNotifier
+
+        return PollingNotifier()
+    inotify_problem = "not tried"
     if backend in ("auto", "inotify"):
         from .inotify import Inotify, InotifyUnavailableError
 
@@ -85,10 +107,30 @@ def open_notifier(backend: Backend) -> Notifier:
             return Inotify()
         except InotifyUnavailableError as err:
             if backend == "inotify":
-                raise DRAMetadataError(f"cannot watch with inotify: {err}") from None
-            from ..._log import logger
-
-            logger().info("inotify unavailable (%s); watching with watchfiles", err)
+                raise BackendError(f"cannot watch with inotify: {_reason(err)}") from None
+            inotify_problem = _reason(err)
     from .watchfiles import WatchfilesNotifier
 
-    return WatchfilesNotifier()
+    try:
+        return WatchfilesNotifier()
+    except BackendError as err:
+        if backend == "watchfiles":
+            raise
+        return polling_fallback(f"inotify: {inotify_problem}; {err}")
+
+
+def polling_fallback(why: str) -> Notifier:
+    """A polling notifier for ``"auto"``, once the others failed; ``why`` goes to the log."""
+    from ..._log import logger
+    from .polling import INTERVAL, PollingNotifier
+
+    logger().info(
+        "cannot watch with a notification backend (%s); polling every %gs instead", why, INTERVAL
+    )
+    return PollingNotifier()
+
+
+def _reason(err: BaseException) -> str:
+    """``err`` as one short line."""
+    text = str(err) or type(err).__name__
+    return " ".join(text.split())

@@ -14,6 +14,8 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Final
 
+from .base import BackendError, _reason
+
 if TYPE_CHECKING:
     from watchfiles import Change
 
@@ -37,8 +39,16 @@ class WatchfilesNotifier:
     def __init__(self) -> None:
         import threading
 
-        import watchfiles
+        try:
+            import watchfiles
+            from watchfiles._rust_notify import RustNotify
 
+            # Start (and stop) one watcher now, so that a backend which cannot start
+            # (no inotify instance left for it either) fails here, not mid-watch.
+            with RustNotify([os.path.abspath(os.sep)], False, False, 300, False, False):
+                pass
+        except Exception as err:  # the Rust side raises its own errors, ImportError ...
+            raise BackendError(f"cannot watch with watchfiles: {_reason(err)}") from None
         self._watchfiles = watchfiles
         self._paths: dict[str, str] = {}  # absolute path -> key the session knows it by
         self._gen: Generator[set[tuple[Change, str]], None, None] | None = None
@@ -88,6 +98,13 @@ class WatchfilesNotifier:
                     self._stop()
 
     def _wait(self, timeout: float) -> tuple[set[str], bool]:
+        try:
+            return self._watch(timeout)
+        except Exception as err:  # WatchfilesRustInternalError, OSError ...
+            self._stop()
+            raise BackendError(f"watching with watchfiles failed: {_reason(err)}") from None
+
+    def _watch(self, timeout: float) -> tuple[set[str], bool]:
         restarted = False
         if self._dirty or self._gen is None:
             self._stop()
