@@ -8,6 +8,8 @@ out. Both follow the request's files as :func:`dra_metadata.watch` does.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 from typing import TYPE_CHECKING, Final
 
 from ._common import (
@@ -17,6 +19,7 @@ from ._common import (
     add_command,
     add_selection,
     fail,
+    json_text,
     selected_claim,
     write_stdout,
 )
@@ -153,24 +156,44 @@ def _generation(text: str) -> int:
 
 
 def event_line(event: WatchEvent) -> str:
-    """The JSON line ``watch`` prints for ``event`` (with its newline)."""
+    r"""The JSON line ``watch`` prints for ``event`` (with its newline).
+
+    ``path`` and ``driver`` are escaped as ``ls --json`` escapes names
+    (:func:`json_text`: control characters and bytes that are not UTF-8 as
+    ``\n``, ``\xNN``, backslashes doubled), so every line is valid JSON whatever
+    the node named its directories. Each ``fieldsV1`` is written from its raw
+    wire text, never turned into Python objects: Go accepts 10,000 levels of
+    nesting, which Python's recursion limit does not.
+    """
     import json
 
     record: dict[str, object] = {
         "event": event.kind.value,
-        "path": event.path,
-        "driver": event.driver,
+        "path": json_text(event.path),
+        "driver": json_text(event.driver),
         "generation": event.generation,
-        "metadata": None if event.metadata is None else event.metadata.to_dict(),
+        "metadata": None,
     }
+    raws: list[str] = []
+    # A marker no file can hold: the raw texts go in after encoding the rest.
+    mark = f"dra-metadata-raw-{os.urandom(8).hex()}-"
+    if event.metadata is not None:
+        body = event.metadata.wire_body()
+        for entry in body["metadata"].get("managedFields", ()):
+            raw = entry.get("fieldsV1")
+            if isinstance(raw, str):
+                entry["fieldsV1"] = f"{mark}{len(raws)}"
+                raws.append(raw)
+        record["metadata"] = body
     if event.message:
         record["message"] = event.message
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    if raws:
+        text = re.sub(f'"{mark}([0-9]+)"', lambda match: raws[int(match.group(1))], text)
+    return text + "\n"
 
 
 def _watch(args: argparse.Namespace) -> int:
-    import os
-
     from .._paths import root_path
     from .._watch import watch
     from .._watch._api import unmounted_selection
@@ -196,8 +219,8 @@ def _watch(args: argparse.Namespace) -> int:
     )
     try:
         for event in events:
-            # A file name that is not UTF-8 keeps its bytes, as the other commands print it.
-            write_stdout(event_line(event).encode("utf-8", "surrogateescape"))
+            # A lone surrogate left in a message becomes a \udcXX escape: still JSON.
+            write_stdout(event_line(event).encode("utf-8", "backslashreplace"))
     except KeyboardInterrupt:
         pass  # interrupting is how a watch without --timeout ends
     finally:
