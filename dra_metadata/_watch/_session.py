@@ -23,17 +23,19 @@ from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 import msgspec
 
 from .._decode import decode
-from .._errors import DecodeError, DRAMetadataError, MetadataNotFoundError
+from .._errors import DecodeError, DRAMetadataError, InvalidNameError, SymlinkError, os_reason
 from .._model import DeviceMetadata, MergedDeviceMetadata
 from .._paths import (
+    METADATA_FILE_SUFFIX,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
     RootArg,
     driver_of,
     metadata_file_name,
     request_dir,
+    root_path,
 )
-from .._read import merge, metadata_files, read_bytes
+from .._read import merge, read_fd
 from ._backends import Backend, BackendError, Notifier, check_backend, open_notifier
 from ._conditions import Condition
 from ._events import WatchEvent
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_RESCAN_INTERVAL",
+    "STABLE_READ_DELAY",
     "Options",
     "Plan",
     "Run",
@@ -66,6 +69,20 @@ DEFAULT_RESCAN_INTERVAL: Final = 2.0
 _SETTLED: Final = 2.0
 # A stop event is looked at least this often (seconds).
 _STOP_POLL: Final = 0.05
+
+#: The stable-read rule: content that changed is delivered only when a second read,
+#: begun at least this many seconds after the first, returns the same bytes (and stat
+#: the same size, times and inode). ``None``: one read is enough (the rule off; what
+#: ``benchmarks/bench_watch.py`` measures the rule's cost against).
+STABLE_READ_DELAY: float | None = 0.001
+# When the deadline passes while reads are settling, they get this long to settle.
+_SETTLE_GRACE: Final = 0.05
+
+_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+# Below the root every level is opened without following a link, as _scan opens them.
+_ROOT_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC
+_DIR_FLAGS: Final = _ROOT_FLAGS | os.O_NOFOLLOW
+_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
 
 
 def logger() -> logging.Logger:
@@ -93,6 +110,8 @@ class Target(msgspec.Struct, frozen=True):
     absolute: str  # the same, absolute (the ancestor walk needs it)
     driver: str | None
     file_name: str | None  # <driver>-metadata.json when one driver is watched
+    root: str  # the caller's root (it may be a link; nothing below it may)
+    parts: tuple[str, str, str]  # the kind directory, the claim and the request below it
 
 
 class Options(msgspec.Struct, frozen=True):
@@ -134,12 +153,15 @@ def plan(
     """
     if (claim is None) == (pod_claim is None):
         raise TypeError("give exactly one of claim= and pod_claim=")
-    if claim is not None:
-        directory = request_dir(RESOURCE_CLAIMS_SUBDIR, claim, request, root=root)
-    else:
-        directory = request_dir(RESOURCE_CLAIM_TEMPLATES_SUBDIR, pod_claim, request, root=root)
+    top = check_root(root)
+    subdir = RESOURCE_CLAIMS_SUBDIR if claim is not None else RESOURCE_CLAIM_TEMPLATES_SUBDIR
+    directory = request_dir(subdir, claim if claim is not None else pod_claim, request, root=top)
     file_name = None if driver is None else metadata_file_name(driver)
-    target = Target(directory, os.path.abspath(directory), driver, file_name)
+    claim_dir, base = os.path.split(directory)
+    parts = (subdir, os.path.basename(claim_dir), base)
+    target = Target(directory, os.path.abspath(directory), driver, file_name, top, parts)
+    if isinstance(max_size, bool) or not isinstance(max_size, int):
+        raise TypeError(f"max_size must be an int, not {type(max_size).__name__}")
     if not rescan_interval > 0:
         raise ValueError(f"rescan_interval must be positive, got {rescan_interval!r}")
     if not error_timeout >= 0:
@@ -150,13 +172,55 @@ def plan(
     return Plan(target, options)
 
 
+def check_root(root: RootArg) -> str:
+    """``root`` as the path to watch under; checked as the readers check it.
+
+    A bytes root is a :class:`TypeError`, a NUL in it an
+    :class:`~dra_metadata.InvalidNameError`, both when the function is called.
+    """
+    try:
+        top = root_path(root)
+    except TypeError:
+        top = None
+    if not isinstance(top, str):
+        raise TypeError(f"root must be a str or os.PathLike[str], not {type(root).__name__}")
+    if "\x00" in top:
+        raise InvalidNameError(f"metadata root {top!r}: embedded null byte", path=top)
+    return top
+
+
+def _link_error(path: str) -> SymlinkError:
+    """The scanner's words for a link below the root."""
+    return SymlinkError(
+        f"{path}: is a symbolic link; links below the metadata root are not followed", path=path
+    )
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
 # --- the session: looks at files and directories, shared by both drivers ----------------
 
 
 class Tracked:
     """A file the session follows: its decisions plus what the I/O side remembers."""
 
-    __slots__ = ("identity", "raw", "raw_md", "read_at", "signature", "state")
+    __slots__ = (
+        "candidate",
+        "candidate_at",
+        "candidate_signature",
+        "identity",
+        "raw",
+        "raw_md",
+        "read_at",
+        "settle_at",
+        "signature",
+        "state",
+    )
 
     def __init__(self, state: FileState) -> None:
         self.state = state
@@ -166,6 +230,12 @@ class Tracked:
         # What stat said when those bytes were read, and when (wall clock, as mtimes are).
         self.signature: tuple[int, ...] | None = None
         self.read_at = 0.0
+        # The stable-read rule: changed bytes read once, waiting for a second read
+        # that agrees (at settle_at, monotonic), with what stat said before that read.
+        self.candidate: bytes | None = None
+        self.candidate_signature: tuple[int, ...] | None = None
+        self.candidate_at = 0.0
+        self.settle_at: float | None = None
 
     def unchanged(self, info: os.stat_result) -> bool:
         """Whether ``info`` proves the file still holds the bytes last read.
@@ -179,6 +249,32 @@ class Tracked:
             and self.read_at - max(info.st_mtime_ns, info.st_ctime_ns) / 1e9 >= _SETTLED
         )
 
+    def stable(self, data: bytes, info: os.stat_result, delay: float | None) -> bool:
+        """The stable-read rule: whether ``data``, just read, may be delivered.
+
+        Bytes equal to the last ones delivered need nothing more (there is nothing
+        new to deliver). Changed bytes must be read twice, the second read begun at
+        least ``delay`` seconds after the first, with the same bytes and the same
+        stat (inode, size, times) both times: a writer that overwrites the file in
+        place in several writes is read as a mixture at most once in a row, unless
+        it pauses longer than ``delay`` between its writes. When this returns
+        ``False``, :attr:`settle_at` says when to read again.
+        """
+        if delay is None or (data == self.raw and self.raw_md is not None):
+            self.candidate, self.settle_at = None, None
+            return True
+        now = time.monotonic()
+        seen = signature(info)
+        if data != self.candidate or seen != self.candidate_signature:
+            self.candidate, self.candidate_signature, self.candidate_at = data, seen, now
+            self.settle_at = now + delay
+            return False
+        if now < self.candidate_at + delay:  # read again too soon (another notification)
+            self.settle_at = self.candidate_at + delay
+            return False
+        self.candidate, self.settle_at = None, None
+        return True
+
 
 def signature(info: os.stat_result) -> tuple[int, ...]:
     return (
@@ -191,9 +287,14 @@ def signature(info: os.stat_result) -> tuple[int, ...]:
     )
 
 
-def _deepest_dir(path: str) -> tuple[str, tuple[int, int] | None]:
-    """The deepest existing directory on the way to ``path`` (absolute), and its identity."""
-    current = path
+def _deepest_dir(target: Target) -> tuple[str, tuple[int, int] | None]:
+    """The deepest directory on the way to the request directory, and its identity.
+
+    Up to the root, links are followed (the root may be one) and a missing part
+    means its parent; below the root each level must be a real directory
+    (``lstat``): the walk stops at a link, which reads then report.
+    """
+    current = os.path.abspath(target.root)
     while True:
         try:
             info = os.stat(current)
@@ -201,11 +302,86 @@ def _deepest_dir(path: str) -> tuple[str, tuple[int, int] | None]:
             pass
         else:
             if stat.S_ISDIR(info.st_mode):
-                return current, (info.st_dev, info.st_ino)
+                break
         parent = os.path.dirname(current)
         if parent == current:
             return current, None
         current = parent
+    if current != os.path.abspath(target.root):
+        return current, (info.st_dev, info.st_ino)
+    for part in target.parts:
+        below = os.path.join(current, part)
+        try:
+            part_info = os.lstat(below)
+        except OSError:
+            break
+        if not stat.S_ISDIR(part_info.st_mode):
+            break
+        current, info = below, part_info
+    return current, (info.st_dev, info.st_ino)
+
+
+class _Listing:
+    """The request directory opened for one round, as the scanner opens it.
+
+    ``fd`` is its descriptor (``None`` when it is not there); ``error`` says why
+    it could not be opened when it is there (a link below the root, a permission
+    refused), which the session retries like a file that does not decode.
+    """
+
+    def __init__(self, target: Target) -> None:
+        self.fd: int | None = None
+        self.error: DRAMetadataError | None = None
+        try:
+            fd = os.open(target.root, _ROOT_FLAGS)
+        except OSError as err:
+            if err.errno not in (errno.ENOENT, errno.ENOTDIR):
+                self.error = DRAMetadataError(
+                    f"metadata root {target.root}: {os_reason(err)}", path=target.root
+                )
+            return
+        path = target.root
+        for part in target.parts:
+            path = os.path.join(path, part)
+            try:
+                below = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as err:
+                if err.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link(part, fd):
+                    self.error = _link_error(path)
+                elif err.errno not in (errno.ENOENT, errno.ENOTDIR):
+                    self.error = DRAMetadataError(
+                        f"open directory {path}: {os_reason(err)}", path=path
+                    )
+                os.close(fd)
+                return
+            os.close(fd)
+            fd = below
+        self.fd = fd
+
+    def names(self, target: Target) -> list[str]:
+        """The metadata file names in the directory (or just the one driver's, if there)."""
+        assert self.fd is not None
+        if target.file_name is not None:
+            try:
+                os.stat(target.file_name, dir_fd=self.fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return []
+            except OSError as err:
+                path = os.path.join(target.directory, target.file_name)
+                raise DRAMetadataError(f"{path}: {os_reason(err)}", path=path) from None
+            return [target.file_name]
+        try:
+            with os.scandir(self.fd) as listing:
+                return [e.name for e in listing if e.name.endswith(METADATA_FILE_SUFFIX)]
+        except OSError as err:
+            raise DRAMetadataError(
+                f"list directory {target.directory}: {os_reason(err)}", path=target.directory
+            ) from None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 class Session:
@@ -213,7 +389,8 @@ class Session:
 
     Every notification is just a reason to look again: at a file (it changed,
     its links or its mount changed) or at the directory (entries came or went).
-    A look stats and reads the file and tells its :class:`FileState`.
+    A look stats and reads the file and tells its :class:`FileState`; the
+    directory has a :class:`FileState` of its own, for when it cannot be read.
     """
 
     def __init__(self, target: Target, options: Options, notifier: Notifier) -> None:
@@ -223,15 +400,21 @@ class Session:
         self.files: dict[str, Tracked] = {}
         self.dir_path: str | None = None
         self.dir_identity: tuple[int, int] | None = None
+        self.dir_state = FileState(
+            target.directory, error_timeout=options.error_timeout, problem="not readable"
+        )
         self.next_rescan = 0.0
+        self.settle_delay = STABLE_READ_DELAY
         self._warned: set[str] = set()
+        self._dir_changes: list[Change] = []
 
     # The directory side.
 
     def _sync_dirs(self) -> None:
         """Watch the request directory, or its deepest existing ancestor until it exists."""
+        root = os.path.abspath(self.target.root)
         for _attempt in range(64):
-            path, identity = _deepest_dir(self.target.absolute)
+            path, identity = _deepest_dir(self.target)
             # Also when the kernel dropped the watch (IN_IGNORED) and the path shows
             # the same (device, inode) again: a recreated directory may reuse the number.
             if (path, identity) != (
@@ -240,7 +423,9 @@ class Session:
             ) or not self.notifier.watching(path):
                 if self.dir_path is not None and self.dir_path != path:
                     self.notifier.remove(self.dir_path)
-                problem = self.notifier.add(path, directory=True)
+                # Links are followed up to the root, never below it.
+                follow = not path.startswith(root + os.sep)
+                problem = self.notifier.add(path, directory=True, follow=follow)
                 if problem in (errno.ENOENT, errno.ENOTDIR):
                     continue  # it went away meanwhile: walk again
                 if problem:
@@ -248,21 +433,34 @@ class Session:
                 self.dir_path, self.dir_identity = path, identity
             # The watch is in place before this second look, so nothing created in
             # between goes unnoticed: either this look sees it, or an event will.
-            if _deepest_dir(self.target.absolute) == (path, identity):
+            if _deepest_dir(self.target) == (path, identity):
                 return
 
-    def _listing(self) -> set[str]:
-        if self.dir_path != self.target.absolute:
-            return set()
-        paths = metadata_files(self.target.directory)
-        if self.target.file_name is not None:
-            wanted = os.path.join(self.target.directory, self.target.file_name)
-            return {wanted} if wanted in paths else set()
-        return set(paths)
+    def _listing(self, listing: _Listing, now: float) -> set[str] | None:
+        """The metadata files listed; ``None`` when the directory cannot be read now."""
+        error = listing.error
+        names: list[str] = []
+        if error is None and listing.fd is not None:
+            try:
+                names = listing.names(self.target)
+            except DRAMetadataError as err:
+                error = err
+        if error is not None:
+            self._dir_changes.extend(self.dir_state.broken(error, now=now))
+            return None
+        if self.dir_state.broken_now or self.dir_state.error_reported:
+            self.dir_state.absent(now=now)  # readable again: its bad spell is over
+        return {os.path.join(self.target.directory, name) for name in names}
 
-    def _reconcile(self) -> set[str]:
-        """Start following new files; return the new ones and the ones not listed."""
-        present = self._listing()
+    def _reconcile(self, listing: _Listing, now: float) -> set[str]:
+        """Start following new files; return the new ones and the ones not listed.
+
+        A directory that cannot be read lists nothing new and loses nothing: its
+        files keep their state and are looked at when due.
+        """
+        present = self._listing(listing, now)
+        if present is None:
+            return set()
         to_look = {path for path in self.files if path not in present}
         for path in present:
             if path not in self.files:
@@ -274,17 +472,29 @@ class Session:
 
     # The file side.
 
-    def _look(self, path: str, now: float, *, lazy: bool = False) -> list[Change]:
-        """Stat and read ``path``; tell its state. ``lazy``: skip the read if stat allows."""
+    def _look(
+        self, path: str, now: float, listing: _Listing, *, lazy: bool = False
+    ) -> list[Change]:
+        """Stat and read ``path``; tell its state. ``lazy``: skip the read if stat allows.
+
+        The file is looked at through the request directory as ``listing``
+        opened it: a link where the file is, or on the way to it, is refused as
+        the scanner refuses it, and nothing but a regular file is ever opened.
+        """
         tracked = self.files[path]
         state = tracked.state
+        if listing.error is not None:
+            return state.broken(listing.error, now=now)
+        if listing.fd is None:
+            return self._gone(path, now)
+        name = os.path.basename(path)
         try:
-            info = os.stat(path)
+            info = os.stat(name, dir_fd=listing.fd, follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
             return self._gone(path, now)
         except OSError as err:
             return state.broken(
-                DRAMetadataError(f"stat {path}: {err.strerror}", path=path), now=now
+                DRAMetadataError(f"stat {path}: {os_reason(err)}", path=path), now=now
             )
         identity = (info.st_dev, info.st_ino)
         if identity != tracked.identity or not self.notifier.watching(path):
@@ -295,15 +505,23 @@ class Session:
             tracked.identity = identity if not problem else None
             if problem and problem not in (errno.ENOENT, errno.ENOTDIR):
                 self._warn(path, problem)
+        if stat.S_ISLNK(info.st_mode):  # watched itself above, so its replacement is heard
+            return state.broken(_link_error(path), nlink=info.st_nlink, now=now)
+        if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
+            # A FIFO, a device, a socket: refused without being opened.
+            error = DRAMetadataError(f"{path}: not a regular file", path=path)
+            return state.broken(error, nlink=info.st_nlink, now=now)
         if lazy and not state.broken_now and tracked.unchanged(info):
             return []
         read_at = time.time()
         try:
-            data = read_bytes(path, max_size=self.options.max_size)
-        except MetadataNotFoundError:
+            data = self._read(name, path, listing.fd)
+        except FileNotFoundError:
             return self._gone(path, now)
         except DRAMetadataError as err:
             return state.broken(err, nlink=info.st_nlink, now=now)
+        if not tracked.stable(data, info, self.settle_delay):
+            return []
         if data == tracked.raw and tracked.raw_md is not None:
             md = tracked.raw_md
         else:
@@ -315,6 +533,23 @@ class Session:
             tracked.raw, tracked.raw_md = data, md
         tracked.signature, tracked.read_at = signature(info), read_at
         return state.decoded(md, nlink=info.st_nlink, now=now)
+
+    def _read(self, name: str, path: str, dir_fd: int) -> bytes:
+        """The bytes of ``name`` in ``dir_fd``, opened without following a link."""
+        try:
+            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise
+        except OSError as err:
+            if err.errno == errno.ELOOP or _is_link(name, dir_fd):
+                raise _link_error(path) from None
+            raise DRAMetadataError(
+                f"open metadata file: open {path}: {os_reason(err)}", path=path
+            ) from None
+        try:
+            return read_fd(fd, path, max_size=self.options.max_size)
+        finally:
+            os.close(fd)
 
     def _gone(self, path: str, now: float) -> list[Change]:
         changes = self.files.pop(path).state.absent(now=now)
@@ -337,8 +572,12 @@ class Session:
         """Set up the watches and look at everything: the initial ``update`` events."""
         self.next_rescan = now + self.options.rescan_interval
         self._sync_dirs()
-        self._reconcile()
-        return self._round(set(self.files), now)
+        listing = _Listing(self.target)
+        try:
+            self._reconcile(listing, now)
+            return self._round(set(self.files), now, listing)
+        finally:
+            listing.close()
 
     def process(self, triggers: set[str], overflow: bool, now: float) -> list[WatchEvent]:
         """Look at what the notifications name, what is due for a retry, and (when due) all."""
@@ -346,27 +585,38 @@ class Session:
         rescan = overflow or now >= self.next_rescan
         if rescan:
             self.next_rescan = now + self.options.rescan_interval
-        if rescan or len(to_look) < len(triggers):  # a directory (or a dropped file) spoke
-            self._sync_dirs()
-            to_look |= self._reconcile()
-        for path, tracked in self.files.items():
-            retry_at = tracked.state.retry_at
-            if retry_at is not None and retry_at <= now:
-                to_look.add(path)
-        if overflow:  # notifications were lost: read everything
-            to_look.update(self.files)
-        lazy = set(self.files) - to_look if rescan else set()
-        return self._round(to_look, now, lazy=lazy)
+        dir_retry = self.dir_state.retry_at
+        relist = rescan or len(to_look) < len(triggers)  # a directory (or a dropped file) spoke
+        listing = _Listing(self.target)
+        try:
+            if relist or (dir_retry is not None and dir_retry <= now):
+                self._sync_dirs()
+                to_look |= self._reconcile(listing, now)
+            for path, tracked in self.files.items():
+                retry_at = tracked.state.retry_at
+                if retry_at is not None and retry_at <= now:
+                    to_look.add(path)
+                if tracked.settle_at is not None and tracked.settle_at <= now:
+                    to_look.add(path)
+            if overflow:  # notifications were lost: read everything
+                to_look.update(self.files)
+            lazy = set(self.files) - to_look if rescan else set()
+            return self._round(to_look, now, listing, lazy=lazy)
+        finally:
+            listing.close()
 
     def _round(
-        self, to_look: set[str], now: float, *, lazy: set[str] | None = None
+        self, to_look: set[str], now: float, listing: _Listing, *, lazy: set[str] | None = None
     ) -> list[WatchEvent]:
-        found: list[tuple[str, Change]] = []
+        found: list[tuple[str, str, Change]] = [
+            (self.target.directory, "", change) for change in self._dir_changes
+        ]
+        self._dir_changes.clear()
         lazy = lazy or set()
         for path in sorted(to_look | lazy, key=os.fsencode):
             if path in self.files:
-                changes = self._look(path, now, lazy=path in lazy)
-                found.extend((path, change) for change in changes)
+                changes = self._look(path, now, listing, lazy=path in lazy)
+                found.extend((path, driver_of(path), change) for change in changes)
         if not found:
             return []
         merged = self.merged()
@@ -374,7 +624,7 @@ class Session:
             WatchEvent(
                 kind=change.kind,
                 path=path,
-                driver=driver_of(path),
+                driver=driver,
                 generation=change.generation,
                 claim_uid=change.claim_uid,
                 metadata=change.metadata,
@@ -382,8 +632,12 @@ class Session:
                 message=change.message,
                 error=change.error,
             )
-            for path, change in found
+            for path, driver, change in found
         ]
+
+    def settling(self) -> bool:
+        """Whether a changed file waits for the read that confirms it (stable-read rule)."""
+        return any(tracked.settle_at is not None for tracked in self.files.values())
 
     def merged(self) -> MergedDeviceMetadata | None:
         """The request merged over each present file's last delivered object."""
@@ -397,16 +651,20 @@ class Session:
         return merge([(path, md) for path, md in good if md is not None])
 
     def next_wait(self, now: float) -> float:
-        """Seconds until the next timer (a retry or the rescan)."""
+        """Seconds until the next timer (a retry, a confirming read, or the rescan)."""
         due = self.next_rescan
+        if self.dir_state.retry_at is not None:
+            due = min(due, self.dir_state.retry_at)
         for tracked in self.files.values():
-            retry_at = tracked.state.retry_at
-            if retry_at is not None and retry_at < due:
-                due = retry_at
+            for at in (tracked.state.retry_at, tracked.settle_at):
+                if at is not None and at < due:
+                    due = at
         return max(0.0, due - now)
 
     def describe(self, condition: Condition) -> str:
         """What was last seen, for a timeout message."""
+        if self.dir_state.broken_now:
+            return f"{self.target.directory} cannot be read: {self.dir_state.bad_error}"
         if not self.files:
             what = self.target.file_name or "metadata file"
             if self.dir_path != self.target.absolute:
@@ -445,6 +703,7 @@ class Run:
         self.stop_event = stop_event
         self.timeout = timeout
         self.deadline: float | None = None
+        self.ending_at: float | None = None  # when the end was asked for, plus the grace
         self.session: Session | None = None
         self.notifier: Notifier | None = None
 
@@ -462,15 +721,25 @@ class Run:
         return self.session.begin(time.monotonic())
 
     def next_wait(self) -> float | None:
-        """Seconds to wait for notifications, or ``None`` when the watch is over."""
+        """Seconds to wait for notifications, or ``None`` when the watch is over.
+
+        When the deadline passes or the stop event is set while a changed file
+        waits for its confirming read (the stable-read rule), the watch goes on
+        until that read, at most ``_SETTLE_GRACE`` seconds longer.
+        """
         assert self.session is not None
-        if self.stop_event is not None and self.stop_event.is_set():
-            return None
         now = time.monotonic()
         wait = self.session.next_wait(now)
-        if self.deadline is not None:
-            if now >= self.deadline:
+        over = (self.stop_event is not None and self.stop_event.is_set()) or (
+            self.deadline is not None and now >= self.deadline
+        )
+        if over:
+            if self.ending_at is None:
+                self.ending_at = now + _SETTLE_GRACE
+            if not self.session.settling() or now >= self.ending_at:
                 return None
+            return min(wait, self.ending_at - now)
+        if self.deadline is not None:
             wait = min(wait, self.deadline - now)
         if self.stop_event is not None:
             wait = min(wait, _STOP_POLL)

@@ -74,13 +74,22 @@ class FileState:
         "error_timeout",
         "good",
         "path",
+        "problem",
         "retry_at",
         "stale",
     )
 
-    def __init__(self, path: str, *, error_timeout: float = DEFAULT_ERROR_TIMEOUT) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        error_timeout: float = DEFAULT_ERROR_TIMEOUT,
+        problem: str = "not decodable",
+    ) -> None:
         self.path = path
         self.error_timeout = error_timeout
+        #: How an ``error`` event's message begins (a directory is "not readable").
+        self.problem = problem
         #: ``(claim UID, generation)`` of the last object delivered, or ``None``.
         self.delivered: tuple[str, int] | None = None
         #: The last object delivered (what the merged view uses), or ``None``.
@@ -174,7 +183,7 @@ class FileState:
                         generation,
                         uid,
                         None,
-                        f"not decodable for {now - self._bad_since:.1f}s: {error}",
+                        f"{self.problem} for {now - self._bad_since:.1f}s: {error}",
                         error,
                     )
                 )

@@ -49,12 +49,15 @@ class Notifier(Protocol):
     def fileno(self) -> int | None:
         """A descriptor that is readable when something was reported, or ``None``."""
 
-    def add(self, path: str, *, directory: bool) -> int:
+    def add(self, path: str, *, directory: bool, follow: bool = False) -> int:
         """Watch what ``path`` shows now (again, if it is watched); 0, or an ``errno``.
 
         A directory watch hears entries come and go; a file watch hears the
         file's content, links and mode change, and the file go away. Adding a
         watched path again points the watch at the inode the path shows now.
+        A link as the last part of ``path`` is followed only with ``follow``
+        (the root and its ancestors); below the root the link itself is
+        watched, so that replacing it is heard and its target never is.
         """
 
     def remove(self, path: str) -> None:

@@ -43,6 +43,7 @@ _IN_MOVE_SELF: Final = 0x00000800
 _IN_Q_OVERFLOW: Final = 0x00004000
 _IN_IGNORED: Final = 0x00008000
 _IN_ONLYDIR: Final = 0x01000000
+_IN_DONT_FOLLOW: Final = 0x02000000
 _IN_NONBLOCK: Final = os.O_NONBLOCK
 _IN_CLOEXEC: Final = os.O_CLOEXEC
 
@@ -132,14 +133,17 @@ class Inotify:
         """The descriptor, readable when events are queued."""
         return self._fd
 
-    def add(self, path: str, *, directory: bool) -> int:
+    def add(self, path: str, *, directory: bool, follow: bool = False) -> int:
         """Watch the inode ``path`` shows now; 0 on success, else the ``errno``.
 
         Adding a path again moves its watch to the inode the path shows now (a
         mount appeared over it, or it was replaced); a watch on the same inode
-        stays. A directory watch is refused (``ENOTDIR``) for anything else.
+        stays. A directory watch is refused (``ENOTDIR``) for anything else. A
+        link is not followed (``IN_DONT_FOLLOW``) unless ``follow``.
         """
         mask = DIR_MASK if directory else FILE_MASK
+        if not follow:
+            mask |= _IN_DONT_FOLLOW
         try:
             encoded = os.fsencode(path)
         except UnicodeError:

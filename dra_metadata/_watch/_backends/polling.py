@@ -31,9 +31,9 @@ INTERVAL: Final = 0.02
 _Look = tuple[int, ...] | int  # what lstat (and a listing) said, or the errno
 
 
-def _look(path: str, directory: bool) -> tuple[_Look, frozenset[str] | None]:
+def _look(path: str, directory: bool, follow: bool) -> tuple[_Look, frozenset[str] | None]:
     try:
-        info = os.lstat(path)
+        info = os.stat(path) if follow else os.lstat(path)
     except OSError as err:
         return err.errno or -1, None
     summary = (
@@ -64,7 +64,7 @@ class PollingNotifier:
 
     def __init__(self, interval: float = INTERVAL) -> None:
         self._interval = interval
-        self._watched: dict[str, tuple[bool, tuple[_Look, frozenset[str] | None]]] = {}
+        self._watched: dict[str, tuple[bool, bool, tuple[_Look, frozenset[str] | None]]] = {}
         self._pending: set[str] = set()
         self._closed = threading.Event()
         self._next = time.monotonic()
@@ -72,15 +72,15 @@ class PollingNotifier:
     def fileno(self) -> int | None:
         return None
 
-    def add(self, path: str, *, directory: bool) -> int:
+    def add(self, path: str, *, directory: bool, follow: bool = False) -> int:
         if "\x00" in path:
             return errno.EINVAL
-        seen = _look(path, directory)
+        seen = _look(path, directory, follow)
         if isinstance(seen[0], int):
             return seen[0]
         if directory and seen[1] is None:
             return errno.ENOTDIR
-        self._watched[path] = (directory, seen)
+        self._watched[path] = (directory, follow, seen)
         return 0
 
     def remove(self, path: str) -> None:
@@ -91,14 +91,14 @@ class PollingNotifier:
 
     def drain(self) -> None:
         """Look at every watched path once; remember those that changed."""
-        for path, (directory, before) in list(self._watched.items()):
-            now = _look(path, directory)
+        for path, (directory, follow, before) in list(self._watched.items()):
+            now = _look(path, directory, follow)
             if now != before:
                 self._pending.add(path)
                 if isinstance(now[0], int):
                     del self._watched[path]  # gone: the session adds it again when it is back
                 else:
-                    self._watched[path] = (directory, now)
+                    self._watched[path] = (directory, follow, now)
 
     def take(self) -> tuple[set[str], bool]:
         pending, self._pending = self._pending, set()

@@ -60,9 +60,9 @@ class WatchfilesNotifier:
     def fileno(self) -> int | None:
         return None
 
-    def add(self, path: str, *, directory: bool) -> int:
+    def add(self, path: str, *, directory: bool, follow: bool = False) -> int:
         try:
-            info = os.stat(path)
+            info = os.stat(path) if follow else os.lstat(path)
         except OSError as err:
             return err.errno or errno.ENOENT
         if directory and not stat.S_ISDIR(info.st_mode):
