@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Final, Self
 
+import msgspec.json
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -37,6 +38,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import ValidationError as CoreValidationError
 
 from ._errors import VALUE_OMITTED, ErrorType, FieldError
 from ._formats import (
@@ -69,7 +71,7 @@ from ._versions import API_VERSIONS, KIND
 
 if TYPE_CHECKING:
     from pydantic.json_schema import JsonSchemaValue
-    from pydantic_core import CoreSchema
+    from pydantic_core import CoreSchema, SchemaValidator
 
     from ._model import DeviceMetadata as ModelDeviceMetadata
 
@@ -595,6 +597,190 @@ class DeviceMetadata(WireModel):
 _NULL_ATTRIBUTE_ERRORS: Final = DeviceAttribute.model_validate({})._found
 
 
+# --------------------------------------------------------------------------- fast path
+
+# The acceptor: one pydantic-core validator, compiled once on first use, that
+# accepts only objects on which the models above find no error. Every rule of
+# the models is one of its constraints (patterns, lengths, literals, exactly one
+# key per attribute); every field the models type is typed here in strict mode,
+# which admits a subset of what the models' lax mode admits. So an object it
+# accepts needs no further work: validation returns no errors, as the models
+# would. Anything it rejects (a broken rule, an unusual but valid value such as
+# non-ASCII text near a byte limit, an unknown key in an attribute) goes through
+# the models, which find Go's errors. Rejecting too much costs time, never
+# correctness.
+
+_ASCII_PATTERN: Final = r"^[\x00-\x7F]*$"
+
+
+def _unique(values: list[str]) -> list[str]:
+    if len(set(values)) != len(values):
+        raise ValueError("duplicate")
+    return values
+
+
+def _wire_fields(
+    struct: type[Any], required: Iterable[str] = (), **schemas: CoreSchema
+) -> CoreSchema:
+    """A typed dict of ``struct``'s wire fields (extra keys ignored), by attribute name."""
+    from msgspec.structs import fields
+    from pydantic_core import core_schema as cs
+
+    by_attribute = {field.name: field.encode_name for field in fields(struct)}
+    tag = struct.__struct_config__.tag_field
+    if tag is not None:
+        by_attribute[tag] = tag
+    if set(schemas) != set(by_attribute):
+        raise AssertionError(f"{struct.__name__}: acceptor fields {sorted(schemas)}")
+    needed = set(required)
+    return cs.typed_dict_schema(
+        {
+            by_attribute[name]: cs.typed_dict_field(schema, required=name in needed)
+            for name, schema in schemas.items()
+        },
+        extra_behavior="ignore",
+    )
+
+
+def _build_acceptor() -> SchemaValidator:
+    from pydantic_core import SchemaValidator
+    from pydantic_core import core_schema as cs
+
+    from . import _model as m
+
+    text = cs.str_schema()
+    maybe_text = cs.nullable_schema(text)
+    maybe_bool = cs.nullable_schema(cs.bool_schema())
+
+    def ascii_at_most(limit: int) -> CoreSchema:
+        # ASCII text up to ``limit`` characters is at most ``limit`` bytes.
+        return cs.str_schema(max_length=limit, pattern=_ASCII_PATTERN)
+
+    def matching(pattern: str, max_length: int) -> CoreSchema:
+        return cs.str_schema(min_length=1, max_length=max_length, pattern=pattern)
+
+    members: dict[str, CoreSchema] = {
+        "string": text,
+        "int": cs.int_schema(),
+        "version": text,
+        "bool": cs.bool_schema(),
+        "ints": cs.list_schema(cs.int_schema(), min_length=1),
+        "strings": cs.list_schema(ascii_at_most(MAX_STRINGS_ELEMENT_BYTES), min_length=1),
+        "bools": cs.list_schema(cs.bool_schema(), min_length=1),
+        "versions": cs.list_schema(text, min_length=1),
+    }
+    if set(members) != set(_ATTRIBUTE_MEMBERS):
+        raise AssertionError(f"acceptor attribute members {sorted(members)}")
+    # Exactly one member, set: one single-key variant per member, the usual ones first.
+    attribute = cs.union_schema(
+        [
+            cs.typed_dict_schema({member: cs.typed_dict_field(schema)}, extra_behavior="forbid")
+            for member, schema in members.items()
+        ],
+        mode="left_to_right",
+    )
+    network = _wire_fields(
+        m.NetworkDeviceData,
+        interface_name=ascii_at_most(MAX_INTERFACE_NAME_BYTES),
+        ips=cs.nullable_schema(
+            cs.no_info_after_validator_function(_unique, cs.list_schema(text, max_length=MAX_IPS))
+        ),
+        hardware_address=ascii_at_most(MAX_HARDWARE_ADDRESS_BYTES),
+    )
+    device = _wire_fields(
+        m.Device,
+        ("driver", "pool", "name"),
+        driver=matching(DNS1123_SUBDOMAIN_CASELESS_PATTERN, MAX_DRIVER_CHARACTERS),
+        pool=matching(RESOURCE_POOL_NAME_PATTERN, RESOURCE_POOL_NAME_MAX_BYTES),
+        name=matching(DNS1123_LABEL_PATTERN, DNS1123_LABEL_MAX_BYTES),
+        attributes=cs.nullable_schema(cs.dict_schema(text, attribute, max_length=MAX_ATTRIBUTES)),
+        network_data=cs.nullable_schema(network),
+    )
+    request = _wire_fields(
+        m.DeviceMetadataRequest,
+        ("name",),
+        name=cs.str_schema(min_length=1),
+        devices=cs.nullable_schema(cs.list_schema(device)),
+    )
+    owner = _wire_fields(
+        m.OwnerReference,
+        api_version=maybe_text,
+        kind=maybe_text,
+        name=maybe_text,
+        uid=maybe_text,
+        controller=maybe_bool,
+        block_owner_deletion=maybe_bool,
+    )
+    managed = _wire_fields(
+        m.ManagedFieldsEntry,
+        ("operation",),
+        manager=maybe_text,
+        operation=cs.literal_schema(list(MANAGED_FIELDS_OPERATIONS)),
+        api_version=maybe_text,
+        time=maybe_text,
+        fields_type=maybe_text,
+        fields_v1=cs.any_schema(),
+        subresource=maybe_text,
+    )
+    text_map = cs.nullable_schema(cs.dict_schema(text, text))
+    meta = _wire_fields(
+        m.ObjectMeta,
+        name=maybe_text,
+        generate_name=maybe_text,
+        namespace=maybe_text,
+        self_link=maybe_text,
+        uid=maybe_text,
+        resource_version=maybe_text,
+        generation=cs.nullable_schema(cs.int_schema(ge=0)),
+        creation_timestamp=maybe_text,
+        deletion_timestamp=maybe_text,
+        deletion_grace_period_seconds=cs.nullable_schema(cs.int_schema()),
+        labels=text_map,
+        annotations=text_map,
+        owner_references=cs.nullable_schema(cs.list_schema(owner)),
+        finalizers=cs.nullable_schema(cs.list_schema(text)),
+        managed_fields=cs.nullable_schema(cs.list_schema(managed)),
+    )
+    top = _wire_fields(
+        m.DeviceMetadata,
+        kind=maybe_text,
+        api_version=maybe_text,
+        metadata=cs.nullable_schema(meta),
+        pod_claim_name=cs.nullable_schema(
+            cs.str_schema(max_length=DNS1123_LABEL_MAX_BYTES, pattern=DNS1123_LABEL_PATTERN)
+        ),
+        requests=cs.nullable_schema(cs.list_schema(request)),
+    )
+    return SchemaValidator(top, cs.CoreConfig(strict=True))
+
+
+_acceptor: SchemaValidator | None = None
+
+
+def _accepts_json(data: bytes) -> bool:
+    """Whether the acceptor passes the JSON text ``data`` (then it has no error)."""
+    global _acceptor
+    acceptor = _acceptor or _build_acceptor()
+    _acceptor = acceptor
+    try:
+        acceptor.validate_json(data)
+    except CoreValidationError:
+        return False
+    return True
+
+
+def _accepts(obj: dict[str, Any]) -> bool:
+    """Whether the acceptor passes the wire-form object ``obj`` (then it has no error)."""
+    global _acceptor
+    acceptor = _acceptor or _build_acceptor()
+    _acceptor = acceptor
+    try:
+        acceptor.validate_python(obj)
+    except CoreValidationError:
+        return False
+    return True
+
+
 def validate(md: ModelDeviceMetadata) -> list[FieldError]:
     """Check ``md`` against the Go reference's v1.37 validation rules.
 
@@ -611,7 +797,16 @@ def validate(md: ModelDeviceMetadata) -> list[FieldError]:
 
     if not isinstance(md, Model):
         raise TypeError(f"validate() takes a DeviceMetadata, not {type(md).__name__}")
-    return validate_wire(md.wire_body())  # fieldsV1 stays raw text: it is not validated
+    try:
+        data = msgspec.json.encode(md)
+    except UnicodeEncodeError:
+        pass  # a lone surrogate: only the models read what wire_body() makes of it
+    else:
+        # The same JSON that wire_body() decodes for the models; the acceptor
+        # ignores the kind and apiVersion keys and types them as the models do.
+        if _accepts_json(data):
+            return []
+    return _validate_wire(md.wire_body())  # fieldsV1 stays raw text: it is not validated
 
 
 def validate_wire(obj: Mapping[str, object]) -> list[FieldError]:
@@ -627,8 +822,16 @@ def validate_wire(obj: Mapping[str, object]) -> list[FieldError]:
     >>> [str(e) for e in validate_wire({"podClaimName": "gpu", "requests": [{"name": ""}]})]
     ['requests[0].name: Required value']
     """
+    wire = obj if isinstance(obj, dict) else dict(obj)
+    if _accepts(wire):
+        return []
+    return _validate_wire(wire)
+
+
+def _validate_wire(obj: dict[str, Any]) -> list[FieldError]:
+    """:func:`validate_wire` through the models, which find Go's errors."""
     try:
-        model = DeviceMetadata.model_validate(obj if isinstance(obj, dict) else dict(obj))
+        model = DeviceMetadata.model_validate(obj)
     except ValidationError as exc:
         raise TypeError(f"not the wire form of a DeviceMetadata: {exc}") from exc
     return dedupe(model._found)

@@ -1,0 +1,285 @@
+"""Relative benchmarks of ``dra_metadata.validate``: per-call cost and a one-shot process.
+
+Every figure is a ratio against a baseline measured in the same run, on the same
+machine, interleaved with the code under test; nothing is compared with an
+absolute number. The timing helpers and the test data come from ``bench.py``.
+The package measured is the checkout's (``dra_metadata/`` beside ``benchmarks/``),
+in this process and in the child processes alike, whatever is installed.
+
+What is measured
+================
+
+``validate vs decode``
+    ``dra_metadata.validate(md)`` against ``dra_metadata.decode(stream)``, where
+    ``stream`` is ``bench.py``'s stream for one claim with 1, 8 and 64 devices
+    (``make_metadata``, written with ``dra_metadata.encode``) and ``md`` is what
+    ``decode(stream)`` returned. Both must succeed (``validate`` with no error)
+    before timing. Ratio = validate / decode; target <= 3 at every size.
+
+``read + validate one file vs import msgspec.json, pydantic``
+    Total wall time of a fresh
+    ``python -c "import dra_metadata as dm; dm.validate(dm.read_file(PATH))"``
+    process, ``PATH`` being a sample file of ``examples/dra-device-attributes``
+    (two GPUs with attributes and network data), against a fresh
+    ``python -c "import msgspec.json, pydantic"`` process that also builds one
+    small pydantic model (two fields, camelCase aliases): the least a
+    pydantic-validating reader pays. Medians over many runs, interleaved;
+    ``python -c pass`` is shown for reference. Target <= 1.5.
+
+How it is measured
+==================
+
+As in ``bench.py``: contenders of a case run in alternating batches whose order
+rotates each round; a contender's time is its best batch (per call), and the
+ratio divides those minima (medians and paired ratios are in ``--json``).
+Process timings are medians of fresh processes.
+
+Usage
+=====
+
+::
+
+    python benchmarks/bench_validate.py               # full run (~30 s), prints a table
+    python benchmarks/bench_validate.py --quick       # smoke test, a few seconds
+    python benchmarks/bench_validate.py --json        # the figures as JSON
+    python benchmarks/bench_validate.py --check       # exit 1 when a target is missed
+    python benchmarks/bench_validate.py --breakdown   # also: modules beyond the baseline
+
+Without ``--check`` the script always exits 0: it is a measuring tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+import pydantic
+
+# The checkout's package first (as the process rows get it, running in the checkout),
+# then bench.py beside this script.
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
+
+from bench import (  # noqa: E402  (bench.py is a script beside this one, not a package)
+    DEVICE_COUNTS,
+    ROOT,
+    Row,
+    imported_modules,
+    interleaved,
+    make_metadata,
+    paired_ratio_median,
+    python_c,
+    render_table,
+    run_child,
+    wall_times,
+)
+
+import dra_metadata as dm  # noqa: E402  (after the path set-up above, like bench's import)
+
+VALIDATE_TARGET: Final = 3.0
+PROCESS_TARGET: Final = 1.5
+SAMPLE_FILE: Final = (
+    ROOT
+    / "examples"
+    / "dra-device-attributes"
+    / "resourceclaims"
+    / "train"
+    / "accel"
+    / "gpu.example.com-metadata.json"
+)
+
+#: The one-shot process under test: read one file and validate it.
+OURS_CODE: Final = (
+    "import dra_metadata as dm\n"
+    f"errors = dm.validate(dm.read_file({str(SAMPLE_FILE)!r}))\n"
+    "assert errors == [], errors\n"
+)
+#: The baseline: import msgspec.json and pydantic, build one small model.
+BASELINE_CODE: Final = (
+    "import msgspec.json, pydantic\n"
+    "from pydantic.alias_generators import to_camel\n"
+    "class Small(pydantic.BaseModel):\n"
+    "    model_config = pydantic.ConfigDict(alias_generator=to_camel)\n"
+    "    name: str = ''\n"
+    "    pod_claim_name: str | None = None\n"
+    "Small.model_validate({'name': 'x', 'podClaimName': 'y'})\n"
+)
+
+
+def validate_rows(devices: int, rounds: int, batch: float) -> list[Row]:
+    """``validate(md)`` against ``decode(stream)`` for one claim of ``devices`` devices."""
+    stream = dm.encode(make_metadata(devices))
+    md = dm.decode(stream)
+    errors = dm.validate(md)
+    if errors:
+        raise SystemExit(f"bench: the {devices}-device claim does not validate: {errors}")
+    calls: dict[str, tuple[Callable[[Any], object], object]] = {
+        "validate": (dm.validate, md),
+        "decode": (dm.decode, stream),
+    }
+    s = interleaved(calls, rounds, batch)
+    val, dec = s["validate"], s["decode"]
+    ratio = val.best / dec.best
+    plural = "device" if devices == 1 else "devices"
+    return [
+        Row(
+            f"validate vs decode, {devices} {plural}",
+            val.best,
+            dec.best,
+            "s",
+            ratio,
+            VALIDATE_TARGET,
+            "<=",
+            ratio <= VALIDATE_TARGET,
+            {
+                "devices": devices,
+                "stream_bytes": len(stream),
+                "rounds": rounds,
+                "ours_median": val.median,
+                "baseline_median": dec.median,
+                "median_ratio": val.median / dec.median,
+                "paired_ratio_median": paired_ratio_median(val, dec),
+                "calls_per_batch": [val.number, dec.number],
+            },
+        )
+    ]
+
+
+def process_rows(runs: int, breakdown: bool) -> list[Row]:
+    """A fresh process that reads and validates one file against the pydantic baseline."""
+    ours_argv = python_c(OURS_CODE)
+    baseline_argv = python_c(BASELINE_CODE)
+    times = wall_times(
+        {"pass": python_c("pass"), "baseline": baseline_argv, "ours": ours_argv}, runs
+    )
+    ours = statistics.median(times["ours"])
+    theirs = statistics.median(times["baseline"])
+    base = statistics.median(times["pass"])
+    ratio = ours / theirs
+    rows = [
+        Row(
+            "read + validate one file vs msgspec.json, pydantic",
+            ours,
+            theirs,
+            "s",
+            ratio,
+            PROCESS_TARGET,
+            "<=",
+            ratio <= PROCESS_TARGET,
+            {
+                "runs": runs,
+                "file": str(SAMPLE_FILE.relative_to(ROOT)),
+                "python_c_pass_median": base,
+                "ours_min": min(times["ours"]),
+                "baseline_min": min(times["baseline"]),
+                "net_of_startup_ratio": (ours - base) / (theirs - base)
+                if theirs > base
+                else float("nan"),
+            },
+        )
+    ]
+    if breakdown:
+        baseline_modules = set(imported_modules(baseline_argv))
+        extra = [name for name in imported_modules(ours_argv) if name not in baseline_modules]
+        pydantic_extra = [name for name in extra if name.startswith(("pydantic", "annotated"))]
+        rows.append(
+            Row(
+                "  modules beyond the baseline (pydantic's listed)",
+                float(len(extra)),
+                0.0,
+                "modules",
+                None,
+                None,
+                "info",
+                None,
+                {"loaded": pydantic_extra, "modules": extra},
+            )
+        )
+        pydantic_loaded = run_child(
+            OURS_CODE + "import sys\nprint(sum(m.startswith('pydantic') for m in sys.modules))"
+        ).stdout.strip()
+        rows.append(
+            Row(
+                f"  pydantic modules loaded by the one-shot process: {pydantic_loaded}",
+                0.0,
+                0.0,
+                "s",
+                None,
+                None,
+                "info",
+                None,
+            )
+        )
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Relative benchmarks of dra_metadata.validate (per call and one-shot)."
+    )
+    parser.add_argument("--quick", action="store_true", help="few rounds: a smoke test")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also list the modules beyond the baseline"
+    )
+    parser.add_argument("--rounds", type=int, help="timing batches per contender")
+    parser.add_argument("--batch", type=float, help="seconds per timing batch")
+    parser.add_argument("--runs", type=int, help="processes per process contender")
+    args = parser.parse_args(argv)
+
+    rounds = args.rounds or (5 if args.quick else 41)
+    batch = args.batch or (0.002 if args.quick else 0.01)
+    runs = args.runs or (7 if args.quick else 41)
+
+    rows: list[Row] = []
+    for devices in DEVICE_COUNTS:
+        rows.extend(validate_rows(devices, rounds, batch))
+    rows.extend(process_rows(runs, args.breakdown))
+    missed = [row for row in rows if row.ok is False]
+
+    if args.json:
+        report = {
+            "python": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "msgspec": msgspec.__version__,
+            "pydantic": pydantic.VERSION,
+            "dra_metadata": dm.__version__,
+            "dra_metadata_file": dm.__file__,
+            "mode": "quick" if args.quick else "full",
+            "rounds": rounds,
+            "batch_s": batch,
+            "runs": runs,
+            "results": [asdict(row) for row in rows],
+            "all_ok": not missed,
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        print(
+            f"dra_metadata {dm.__version__} | Python {platform.python_version()} | "
+            f"msgspec {msgspec.__version__} | pydantic {pydantic.VERSION} | "
+            f"{'quick' if args.quick else 'full'}: {rounds} rounds x {batch * 1e3:g} ms, "
+            f"{runs} process runs"
+        )
+        print(render_table(rows))
+        print(
+            "times: best batch per call (validate, decode) or median process wall time; "
+            "ratio: ours/baseline"
+        )
+    if args.check and missed:
+        for row in missed:
+            ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
+            print(f"MISSED: {row.case}: ratio {ratio}, target {row.target_text()}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
