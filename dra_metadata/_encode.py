@@ -9,13 +9,13 @@ raw) followed by one newline.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from ._model import DeviceMetadata
 from ._versions import API_VERSIONS
 
-__all__ = ["DEFAULT_VERSIONS", "encode"]
+__all__ = ["DEFAULT_VERSIONS", "encode", "wire_json"]
 
 #: Versions the Go v1.37 writer is normally configured with, newest first.
 DEFAULT_VERSIONS: Final = API_VERSIONS
@@ -152,3 +152,124 @@ def go_indent(raw: str, indent: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+# --- the wire form as indented JSON text (``show``) --------------------------------------
+
+#: Output is handed on in pieces of about this many characters.
+_CHUNK: Final = 1 << 20
+
+
+def wire_json(md: DeviceMetadata) -> Iterator[str]:
+    """``json.dumps(md.to_dict(), indent=2, ensure_ascii=False)``, in pieces, at any depth.
+
+    The text is exactly that, but each ``fieldsV1`` is written from its raw
+    JSON text, so a value nested as deep as Go allows (10000 levels, deeper
+    than Python's ``json`` and ``msgspec`` go) is written all the same, without
+    building it as Python objects; and a number Python cannot hold (``1e400``)
+    is written as the file has it. Pieces are joined by the caller, or written
+    one by one: deep nesting indented makes text quadratic in the depth.
+    """
+    import json
+
+    body = md.wire_body()
+    raws: list[str] = []
+    for entry in body["metadata"].get("managedFields", ()):
+        if "fieldsV1" in entry:
+            raws.append(entry["fieldsV1"])
+            entry["fieldsV1"] = f"{_RAW_MARK}{len(raws) - 1}"
+    text = json.dumps(body, indent=2, ensure_ascii=False)
+    if not raws:
+        yield text
+        return
+    pos = 0
+    for match in re.finditer(_RAW_LINE, text):
+        indent, prefix, index, comma = match.groups()
+        yield text[pos : match.start()] + indent + prefix
+        yield from _indented_raw(raws[int(index)], indent)
+        pos = match.end() - len(comma)
+    yield text[pos:]
+
+
+def _indented_raw(raw: str, indent: str) -> Iterator[str]:
+    """``json.dumps(msgspec.json.decode(raw), indent=2)``, lines after the first indented."""
+    import json
+
+    import msgspec
+
+    try:
+        text = json.dumps(msgspec.json.decode(raw), indent=2, ensure_ascii=False)
+    except (RecursionError, msgspec.DecodeError):  # too deep, or a number Python cannot hold
+        yield from _render_deep(raw.encode("utf-8", "surrogatepass"), indent)
+    else:
+        yield text.replace("\n", "\n" + indent)
+
+
+def _render_deep(data: bytes, indent: str) -> Iterator[str]:
+    """The JSON value ``data`` written as :func:`json.dumps` with ``indent=2`` would, by loop.
+
+    Objects keep each key once, where it first appears, with its last value (as
+    a dict does); scalars are written as ``json.dumps`` writes what msgspec
+    decodes them to, or as their raw text when msgspec cannot decode them.
+    """
+    import json
+
+    import msgspec
+
+    from ._gojson import GoDecodeError, Node, read_value
+
+    try:
+        root, _end = read_value(data, 0)
+    except GoDecodeError:  # not JSON at all (an object built in code): the text as it is
+        yield json.dumps(data.decode("utf-8", "surrogatepass"), ensure_ascii=False)
+        return
+    out: list[str] = []
+    size = 0
+    # Each frame: the members or items left to write, the closing bracket, the level, started.
+    stack: list[tuple[Iterator[tuple[str | None, Node]], str, int]] = []
+
+    def start(node: Node, level: int) -> None:
+        kind = node.kind
+        if kind == "{":
+            members = dict(node.members)
+            if not members:
+                out.append("{}")
+            else:
+                out.append("{")
+                stack.append((iter(members.items()), "}", level))
+        elif kind == "[":
+            if not node.items:
+                out.append("[]")
+            else:
+                out.append("[")
+                stack.append((((None, item) for item in node.items), "]", level))
+        else:
+            raw = data[node.start : node.end]
+            try:
+                out.append(json.dumps(msgspec.json.decode(raw), ensure_ascii=False))
+            except msgspec.DecodeError:
+                out.append(raw.decode("utf-8", "surrogatepass"))
+
+    start(root, 0)
+    opened = True  # the frame on top has written nothing yet
+    while stack:
+        members, closer, level = stack[-1]
+        step = next(members, None)
+        if step is None:
+            stack.pop()
+            out.append("\n" + indent + "  " * level + closer)
+            opened = False
+        else:
+            key, node = step
+            out.append(("\n" if opened else ",\n") + indent + "  " * (level + 1))
+            if key is not None:
+                out.append(json.dumps(key, ensure_ascii=False) + ": ")
+            depth = len(stack)
+            start(node, level + 1)
+            opened = len(stack) > depth
+        size += len(out[-1])
+        if size >= _CHUNK:
+            yield "".join(out)
+            out.clear()
+            size = 0
+    yield "".join(out)

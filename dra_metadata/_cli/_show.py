@@ -41,9 +41,15 @@ def _show(args: argparse.Namespace) -> int:
         if disagreement is not None:
             fail(f"warning: {disagreement}")
     if args.format == "json":
-        import json  # here, not at the top: the other commands start faster without it
+        # here, not at the top: the other commands start faster without json
+        from .._encode import wire_json
 
-        write_text(json.dumps(md.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        held = ""  # written one piece behind, so that the last carries the newline
+        for piece in wire_json(md):
+            if held:
+                write_text(held)
+            held = piece
+        write_text(held + "\n")
     else:
         write_text(summary(md))
     return EXIT_OK
