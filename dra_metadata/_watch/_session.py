@@ -74,7 +74,7 @@ _STOP_POLL: Final = 0.05
 #: begun at least this many seconds after the first, returns the same bytes (and stat
 #: the same size, times and inode). ``None``: one read is enough (the rule off; what
 #: ``benchmarks/bench_watch.py`` measures the rule's cost against).
-STABLE_READ_DELAY: float | None = 0.001
+STABLE_READ_DELAY: float | None = 0.002
 # When the deadline passes while reads are settling, they get this long to settle.
 _SETTLE_GRACE: Final = 0.05
 
