@@ -83,40 +83,41 @@ def race(root: Path, count: int, *, pieces: int = 16, pause: float = 0.004) -> t
     directory.mkdir(parents=True)
     path = directory / f"{DRIVER}-metadata.json"
     path.write_bytes(stream(FIRST))
-    writer = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path), str(FIRST), str(count), str(pieces), str(pause)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO,
-    )
-    assert writer.stdin is not None
-    assert writer.stdout is not None
-    try:
-        assert writer.stdout.readline() == "ready\n"
-        torn = delivered = 0
-        last = FIRST + count - 1
-        events = dm.watch(claim="c", request="r", root=str(root), timeout=60 + count * 0.01)
-        started = False
-        for event in events:
-            if not started:
-                started = True
-                writer.stdin.write("go\n")
-                writer.stdin.flush()
-            if event.kind != dm.WatchEventKind.UPDATE or event.metadata is None:
-                continue
-            delivered += 1
-            seen = generations_of(event.metadata)
-            if seen != [event.metadata.metadata.generation] * DEVICES:
-                torn += 1
-            if event.generation == last:
-                break
-        events.close()
-        assert event.generation == last, "the last generation is delivered"
-        assert writer.stdout.readline() == "done\n"
-    finally:
-        writer.kill()
-        writer.wait()
+    ) as writer:
+        assert writer.stdin is not None
+        assert writer.stdout is not None
+        try:
+            assert writer.stdout.readline() == "ready\n"
+            torn = delivered = 0
+            last_seen = None
+            last = FIRST + count - 1
+            events = dm.watch(claim="c", request="r", root=str(root), timeout=60 + count * 0.01)
+            started = False
+            for event in events:
+                if not started:
+                    started = True
+                    writer.stdin.write("go\n")
+                    writer.stdin.flush()
+                if event.kind != dm.WatchEventKind.UPDATE or event.metadata is None:
+                    continue
+                delivered += 1
+                last_seen = event.generation
+                seen = generations_of(event.metadata)
+                if seen != [event.metadata.metadata.generation] * DEVICES:
+                    torn += 1
+                if event.generation == last:
+                    break
+            events.close()
+            assert last_seen == last, "the last generation is delivered"
+            assert writer.stdout.readline() == "done\n"
+        finally:
+            writer.kill()
     return torn, delivered
 
 
