@@ -187,6 +187,7 @@ class WireModel(BaseModel):
         extra="ignore",
         alias_generator=to_camel,
         hide_input_in_errors=True,
+        defer_build=True,
     )
 
     # Where a model keeps what its validator found. A slot rather than a pydantic
@@ -594,7 +595,7 @@ class DeviceMetadata(WireModel):
 
 
 # A JSON null attribute value decodes to an empty DeviceAttribute in Go.
-_NULL_ATTRIBUTE_ERRORS: Final = DeviceAttribute.model_validate({})._found
+_NULL_ATTRIBUTE_ERRORS: Final = (FieldError("", ErrorType.INVALID, "", _NO_MEMBER_DETAIL, "union"),)
 
 
 # --------------------------------------------------------------------------- fast path
