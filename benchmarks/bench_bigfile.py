@@ -197,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{row['seconds']:>8.2f}{mark}"
             )
             if row["stderr"]:
-                print(f"    stderr: {row['stderr'].strip()}")
+                print(f"    stderr: {str(row['stderr']).strip()}")
     if args.check and not all(row["ok"] for row in rows):
         return 1
     return 0

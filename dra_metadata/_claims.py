@@ -19,7 +19,7 @@ from typing import Literal, overload
 from ._model import DeviceMetadata, DeviceMetadataRequest, MergedDeviceMetadata
 from ._nearby import closest_first
 from ._paths import RootArg, check_name, request_base, root_path
-from ._read import DEFAULT_MAX_SIZE
+from ._read import DEFAULT_MAX_SIZE, check_max_size, check_path
 from ._scan import ClaimKind, Entry, merged, scan
 
 __all__ = ["exact_request", "read_request", "read_resource_claim", "read_resource_claim_template"]
@@ -37,7 +37,10 @@ def read_request(
     """The files of one claim's request (every request when ``None``), merged.
 
     Raises the error of the first file that does not read or decode, and
-    :class:`~dra_metadata.MetadataNotFoundError` when nothing matches.
+    :class:`~dra_metadata.MetadataNotFoundError` when nothing matches;
+    :class:`TypeError` for a ``root`` that is not a ``str`` path (bytes
+    included) and a ``max_size`` that is not an ``int`` (``None`` included:
+    every read is bounded; pass a larger int for a larger cap).
     """
     return _read_entries(kind, claim, request, driver, root, max_size)[0]
 
@@ -55,8 +58,9 @@ def _read_entries(
         request_base(request)
     if driver is not None:
         check_name("driver", driver)
-    top = root_path(root)
-    entries = scan(top, kind=kind, claim=claim, request=request, driver=driver, max_size=max_size)
+    top = root_path(None if root is None else check_path("root", root))
+    limit = check_max_size(max_size)
+    entries = scan(top, kind=kind, claim=claim, request=request, driver=driver, max_size=limit)
     md = merged(entries)
     if request is not None:
         md = exact_request(md, request, top, kind, claim)
@@ -135,6 +139,13 @@ def read_resource_claim(
     naming the one allocated) or ``None`` (every request of the claim). With
     ``driver``, that driver's file alone, as a :class:`DeviceMetadata`; without,
     every driver's file merged, as a :class:`MergedDeviceMetadata`.
+
+    No symbolic link below ``root`` is followed (``root`` itself may be one):
+    a link where a claim, request or file should be is a
+    :class:`~dra_metadata.SymlinkError`, and no FIFO or device is ever opened.
+    ``root`` must be a ``str`` path (bytes are a :class:`TypeError`) and
+    ``max_size`` an ``int`` (``None`` is a :class:`TypeError`: every read is
+    bounded, pass a larger int for a larger cap).
 
     >>> import dra_metadata as dm
     >>> md = dm.read_resource_claim("nic", "eth", root="examples/dra-device-attributes")

@@ -181,11 +181,20 @@ def lint(
     ``path`` (the file's path, in the container layout or the kubelet plugin's
     node layout) enables the rules that compare the path with the content.
     Raises :class:`~dra_metadata.DecodeError` when the stream does not decode at
-    all; no other exception escapes, whatever the bytes.
+    all; no other exception escapes, whatever the bytes. :class:`TypeError` when
+    ``data`` is not bytes or str, or ``path`` not a ``str`` path (bytes included).
     """
     from ._decode import decode
+    from ._read import check_path
 
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    if isinstance(data, str):
+        raw = data.encode("utf-8", "surrogatepass")
+    elif isinstance(data, bytes | bytearray | memoryview):
+        raw = bytes(data)
+    else:
+        raise TypeError(f"lint() takes bytes or str, not {type(data).__name__}")
+    if path is not None:
+        path = check_path("path", path)
     chosen = decode(raw)
     entries = list(_entries(raw))
     problems = _Problems()

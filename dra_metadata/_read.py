@@ -14,6 +14,7 @@ object metadata. Unlike Go, the result also keeps each file's identity
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from typing import Final
@@ -25,6 +26,7 @@ from ._errors import (
     FileTooLargeError,
     InvalidNameError,
     MetadataNotFoundError,
+    SymlinkError,
     os_reason,
 )
 from ._model import (
@@ -38,8 +40,11 @@ from ._paths import METADATA_FILE_SUFFIX, driver_of
 
 __all__ = [
     "DEFAULT_MAX_SIZE",
+    "check_max_size",
+    "check_path",
     "decode_file",
     "merge",
+    "open_metadata",
     "read_bytes",
     "read_fd",
     "read_file",
@@ -50,27 +55,116 @@ __all__ = [
 DEFAULT_MAX_SIZE: Final = 16 * 1024 * 1024
 
 
+def check_path(what: str, value: object) -> str:
+    """``value`` as a ``str`` path; a :class:`TypeError` naming ``what`` for anything else.
+
+    Bytes paths are refused on purpose: every message and every result names
+    files by ``str`` (undecodable bytes as :func:`os.fsdecode` gives them).
+    """
+    try:
+        name = os.fspath(value)  # type: ignore[call-overload]  # any object: checked here
+    except TypeError:
+        name = None
+    if not isinstance(name, str):
+        raise TypeError(
+            f"{what} must be a str or os.PathLike[str], not {type(value).__name__}"
+        ) from None
+    return name
+
+
+def check_max_size(max_size: object) -> int:
+    """``max_size`` if it is a byte count; :class:`TypeError` (``None``, a float...) otherwise.
+
+    There is no "no limit": a file a node wrote is never read without a bound.
+    Pass a larger int for a larger cap. A negative count is a :class:`ValueError`.
+    """
+    if isinstance(max_size, bool) or not isinstance(max_size, int):
+        raise TypeError(
+            f"max_size must be an int (a number of bytes, {DEFAULT_MAX_SIZE} by default), "
+            f"not {type(max_size).__name__}; there is no unlimited read: pass a larger int"
+        )
+    if max_size < 0:
+        raise ValueError(f"max_size must not be negative, not {max_size}")
+    return max_size
+
+
+_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_SYMLINK_TEXT: Final = "is a symbolic link; links below the metadata root are not followed"
+
+
+def open_metadata(path: str, *, name: str | None = None, dir_fd: int | None = None) -> int:
+    """Open one metadata file for reading, without ever opening anything but a regular file.
+
+    ``path`` names the file in messages. With ``dir_fd``, the file is ``name`` in
+    that open directory and is a file *found* by a reader: a symbolic link is
+    refused (:class:`SymlinkError`), never followed. Without it, ``path`` is a
+    file the caller chose, and a link there is followed.
+
+    The file is looked at (``lstat``, or ``stat`` when links are followed)
+    before it is opened, so a FIFO, a device or a socket is refused without
+    being opened; after opening (non-blocking, ``O_NOFOLLOW`` for found files)
+    ``fstat`` checks it is still that same regular file. A directory is Go's
+    "no metadata objects" :class:`DecodeError`. The caller closes the descriptor.
+    """
+    follow = dir_fd is None
+    target = path if follow else name
+    assert target is not None  # a found file is named in its directory
+    try:
+        before = os.stat(target, dir_fd=dir_fd, follow_symlinks=follow)
+        if not follow and stat.S_ISLNK(before.st_mode):
+            raise SymlinkError(f"{path}: {_SYMLINK_TEXT}", path=path)
+        _check_kind(before, path)
+        flags = os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+        fd = os.open(target, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise MetadataNotFoundError(
+            f"open metadata file: open {path}: no such file or directory", path=path
+        ) from None
+    except ValueError as err:  # a NUL in the path
+        raise InvalidNameError(f"open metadata file {path!r}: {err}", path=path) from None
+    except OSError as err:
+        if err.errno == errno.ELOOP and not follow:  # became a link since it was looked at
+            raise SymlinkError(f"{path}: {_SYMLINK_TEXT}", path=path) from None
+        raise DRAMetadataError(
+            f"open metadata file: open {path}: {os_reason(err)}", path=path
+        ) from None
+    try:
+        after = os.fstat(fd)
+    except OSError as err:  # pragma: no cover - fstat of an open descriptor does not fail
+        os.close(fd)
+        raise DRAMetadataError(f"read metadata file {path}: {os_reason(err)}", path=path) from None
+    if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+        os.close(fd)
+        raise DRAMetadataError(
+            f"{path}: replaced by another file while being opened; read it again", path=path
+        )
+    return fd
+
+
+def _check_kind(info: os.stat_result, path: str) -> None:
+    """Refuse what is not a regular file: a directory as Go answers it, the rest as such."""
+    if stat.S_ISDIR(info.st_mode):
+        # Go opens a directory fine and then reads nothing from it.
+        raise DecodeError(
+            f"{path}: no metadata objects found in stream (it is a directory)", path=path
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise DRAMetadataError(f"{path}: not a regular file", path=path)
+
+
 def read_bytes(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
     """The content of one metadata file, refusing files over ``max_size`` bytes.
 
-    The file is opened non-blocking, so a FIFO named like a metadata file is
-    refused (:func:`read_fd`) instead of hanging the reader.
+    ``path`` is the caller's choice: a symbolic link there is followed. Anything
+    but a regular file (a FIFO, a device, a socket) is refused before it is
+    opened (:func:`open_metadata`). Raises :class:`TypeError` for a path that is
+    not a ``str`` (bytes included) and a ``max_size`` that is not an ``int``.
     """
-    name = os.fspath(path)
+    name = check_path("path", path)
+    limit = check_max_size(max_size)
+    fd = open_metadata(name)
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise MetadataNotFoundError(
-            f"open metadata file: open {name}: no such file or directory", path=name
-        ) from None
-    except ValueError as err:  # a NUL in the path
-        raise InvalidNameError(f"open metadata file {name!r}: {err}", path=name) from None
-    except OSError as err:
-        raise DRAMetadataError(
-            f"open metadata file: open {name}: {os_reason(err)}", path=name
-        ) from None
-    try:
-        return read_fd(fd, name, max_size=max_size)
+        return read_fd(fd, name, max_size=limit)
     finally:
         os.close(fd)
 
@@ -84,13 +178,7 @@ def read_fd(fd: int, name: str, *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
     """
     try:
         info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            # Go opens a directory fine and then reads nothing from it.
-            raise DecodeError(
-                f"{name}: no metadata objects found in stream (it is a directory)", path=name
-            )
-        if not stat.S_ISREG(info.st_mode):
-            raise DRAMetadataError(f"{name}: not a regular file", path=name)
+        _check_kind(info, name)
         if info.st_size > max_size:
             raise FileTooLargeError(
                 f"{name}: file has {info.st_size} bytes, over the limit of {max_size}", path=name
@@ -116,11 +204,16 @@ def read_fd(fd: int, name: str, *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
 def read_file(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE) -> DeviceMetadata:
     """Read and decode one metadata file (no validation, as in Go).
 
-    Raises :class:`MetadataNotFoundError` when it does not exist,
-    :class:`DecodeError` (message prefixed with the path, as Go's) when it does
-    not decode, :class:`FileTooLargeError` over ``max_size`` bytes.
+    ``path`` is the caller's choice, so a symbolic link there is followed (the
+    readers that find files themselves follow none). Raises
+    :class:`MetadataNotFoundError` when it does not exist, :class:`DecodeError`
+    (message prefixed with the path, as Go's) when it does not decode,
+    :class:`FileTooLargeError` over ``max_size`` bytes, :class:`DRAMetadataError`
+    for anything but a regular file (never opened). :class:`TypeError` when
+    ``path`` is not a ``str`` path (bytes included) or ``max_size`` not an
+    ``int`` (``None`` too: every read is bounded).
     """
-    name = os.fspath(path)
+    name = check_path("path", path)
     return decode_file(name, read_bytes(name, max_size=max_size))
 
 
@@ -132,21 +225,17 @@ def decode_file(name: str, data: bytes) -> DeviceMetadata:
         raise DecodeError(f"{name}: {err}", path=name) from None
 
 
-def metadata_files(directory: str) -> list[str]:
-    """The metadata files in ``directory``, in Go's order (bytewise, dot-files included)."""
+def _metadata_names(fd: int, directory: str) -> list[str]:
+    """The metadata file names in the open ``directory``, in Go's order (bytewise, dot-files)."""
     try:
-        names = os.listdir(directory)
-    except (FileNotFoundError, NotADirectoryError):
-        return []  # Go's glob: no directory, no matches
-    except ValueError as err:  # a NUL in the root
-        raise InvalidNameError(f"request directory {directory!r}: {err}", path=directory) from None
+        names = os.listdir(fd)
     except OSError as err:
         raise DRAMetadataError(
             f"glob metadata files in {directory}: {os_reason(err)}", path=directory
         ) from None
     matches = [name for name in names if name.endswith(METADATA_FILE_SUFFIX)]
     matches.sort(key=os.fsencode)
-    return [os.path.join(directory, name) for name in matches]
+    return matches
 
 
 def read_request_dir(
@@ -156,18 +245,44 @@ def read_request_dir(
 
     For callers that already hold the directory (walking the tree, say);
     :func:`read_resource_claim` and :func:`read_resource_claim_template` build it
-    from names.
+    from names. ``directory`` is the caller's choice (it may be a symbolic
+    link); the files found in it are opened relative to it and a link among
+    them is a :class:`SymlinkError`, never followed, as for every reader.
+    Raises :class:`TypeError` as :func:`read_file` does.
 
     >>> import dra_metadata as dm
     >>> md = dm.read_request_dir("examples/dra-device-attributes/resourceclaims/train/accel")
     >>> [source.driver for source in md.sources]
     ['gpu.example.com', 'rdma.example.com']
     """
-    name = os.fspath(directory)
-    paths = metadata_files(name)
-    if not paths:
+    name = check_path("directory", directory)
+    limit = check_max_size(max_size)
+    try:
+        dir_fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        dir_fd = -1  # Go's glob: no directory, no matches
+    except ValueError as err:  # a NUL in the path
+        raise InvalidNameError(f"request directory {name!r}: {err}", path=name) from None
+    except OSError as err:
+        raise DRAMetadataError(
+            f"glob metadata files in {name}: {os_reason(err)}", path=name
+        ) from None
+    if dir_fd < 0:
         raise MetadataNotFoundError(f"no metadata files found in {name}", path=name)
-    return merge([(path, read_file(path, max_size=max_size)) for path in paths])
+    try:
+        files: list[tuple[str, DeviceMetadata]] = []
+        for file_name in _metadata_names(dir_fd, name):
+            path = os.path.join(name, file_name)
+            fd = open_metadata(path, name=file_name, dir_fd=dir_fd)
+            try:
+                files.append((path, decode_file(path, read_fd(fd, path, max_size=limit))))
+            finally:
+                os.close(fd)
+    finally:
+        os.close(dir_fd)
+    if not files:
+        raise MetadataNotFoundError(f"no metadata files found in {name}", path=name)
+    return merge(files)
 
 
 def merge(files: list[tuple[str, DeviceMetadata]]) -> MergedDeviceMetadata:

@@ -8,9 +8,12 @@ below the root, wrong argument types.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +36,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def metadata(fields_v1: str | None = None) -> dm.DeviceMetadata:
     """A claim ``c`` with request ``r`` and one device, with a managed-fields entry if asked."""
-    managed = ()
+    managed: tuple[dm.ManagedFieldsEntry, ...] = ()
     if fields_v1 is not None:
         managed = (
             dm.ManagedFieldsEntry(
@@ -152,4 +155,218 @@ def test_read_api_on_deep_fields_v1_raises_no_recursion_error(tmp_path: Path) ->
         assert md.metadata.managed_fields[0].fields_v1 == deep_fields(9994).decode()
         with pytest.raises(dm.DecodeError, match="nested too deeply"):
             md.to_dict()
-    assert dm.read_resource_claim("c", "r", root=tmp_path).to_dict()["requests"][0]["name"] == "r"
+    merged = dm.read_resource_claim("c", "r", root=tmp_path)
+    assert merged.to_dict()["requests"] == [
+        {"name": "r", "devices": [{"driver": DRIVER, "pool": "p", "name": "d"}]}
+    ]
+
+
+# --- B: symbolic links ------------------------------------------------------------------
+
+
+def good_bytes() -> bytes:
+    """A valid stream of claim ``c``."""
+    return dm.encode(metadata())
+
+
+def elsewhere(tmp_path: Path) -> Path:
+    """A valid metadata file outside every root, for links to point at."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / f"{DRIVER}-metadata.json"
+    target.write_bytes(good_bytes())
+    return target
+
+
+@pytest.mark.parametrize("where", ["claim", "request", "file"])
+def test_show_refuses_a_link_below_the_root(tmp_path: Path, where: str) -> None:
+    """show follows no link where a claim, request or metadata file should be."""
+    target = elsewhere(tmp_path)
+    root = tmp_path / "root"
+    claims = root / "resourceclaims"
+    if where == "claim":
+        claims.mkdir(parents=True)
+        (claims / "c").symlink_to(target.parent.parent.parent)
+        write_claim(tmp_path / "x", good_bytes())  # x/resourceclaims/c/r: what the link points at
+        (claims / "c").unlink()
+        (claims / "c").symlink_to(tmp_path / "x" / "resourceclaims" / "c")
+    elif where == "request":
+        (claims / "c").mkdir(parents=True)
+        (claims / "c" / "r").symlink_to(target.parent)
+    else:
+        (claims / "c" / "r").mkdir(parents=True)
+        (claims / "c" / "r" / f"{DRIVER}-metadata.json").symlink_to(target)
+    done = run("--root", str(root), "show", "--claim", "c", "--request", "r")
+    assert done.returncode != 0
+    assert "symbolic link" in done.stderr
+    assert done.stdout == ""
+    with pytest.raises(dm.SymlinkError):
+        dm.read_resource_claim("c", "r", root=root)
+
+
+def test_read_request_dir_refuses_a_linked_file_in_it(tmp_path: Path) -> None:
+    """read_request_dir opens the files it finds without following a link."""
+    target = elsewhere(tmp_path)
+    directory = tmp_path / "req"
+    directory.mkdir()
+    (directory / f"{DRIVER}-metadata.json").symlink_to(target)
+    with pytest.raises(dm.SymlinkError, match="links below the metadata root are not followed"):
+        dm.read_request_dir(directory)
+
+
+def test_read_request_dir_itself_may_be_a_link(tmp_path: Path) -> None:
+    """The directory a caller names may be a link: only what is found in it is not followed."""
+    target = elsewhere(tmp_path)
+    (tmp_path / "req").symlink_to(target.parent)
+    md = dm.read_request_dir(tmp_path / "req")
+    assert [s.driver for s in md.sources] == [DRIVER]
+
+
+def test_an_explicit_file_argument_may_be_a_link(tmp_path: Path) -> None:
+    """read_file, validate and lint follow a link the user named: the user chose it."""
+    target = elsewhere(tmp_path)
+    (tmp_path / "links").mkdir()
+    link = tmp_path / "links" / f"{DRIVER}-metadata.json"
+    link.symlink_to(target)
+    assert dm.read_file(link).metadata.name == "c"
+    assert run("validate", str(link)).returncode == 0
+    assert run("lint", str(link)).stdout.endswith("no problems\n")
+
+
+# --- C: FIFOs and devices are never opened ------------------------------------------------
+
+
+class BlockedWriter:
+    """A real process blocked in ``open(fifo, O_WRONLY)``: it returns only once a reader opens."""
+
+    def __init__(self, fifo: Path) -> None:
+        self.fifo = fifo
+        code = "import os, sys; os.open(sys.argv[1], os.O_WRONLY); print('opened', flush=True)"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(fifo)], stdout=subprocess.PIPE, text=True
+        )
+
+    def was_opened(self) -> bool:
+        """Whether some reader opened the FIFO since the writer started (the writer got through)."""
+        try:
+            self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def close(self) -> None:
+        """End the writer (it is ours), reaping it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate()
+
+
+@pytest.fixture
+def fifo_claim(tmp_path: Path) -> tuple[Path, Path]:
+    """A root whose claim ``c`` request ``r`` has a FIFO as its metadata file; (root, fifo)."""
+    directory = tmp_path / "root" / "resourceclaims" / "c" / "r"
+    directory.mkdir(parents=True)
+    fifo = directory / f"{DRIVER}-metadata.json"
+    os.mkfifo(fifo)
+    return tmp_path / "root", fifo
+
+
+def test_fifo_is_refused_without_being_opened_by_readers(fifo_claim: tuple[Path, Path]) -> None:
+    """read_file, read_bytes-based validate/lint and read_request_dir never open a FIFO."""
+    _root, fifo = fifo_claim
+    writer = BlockedWriter(fifo)
+    try:
+        with pytest.raises(dm.DRAMetadataError, match="not a regular file"):
+            dm.read_file(fifo)
+        with pytest.raises(dm.DRAMetadataError, match="not a regular file"):
+            dm.read_request_dir(fifo.parent)
+        for command in ("validate", "lint"):
+            done = run(command, str(fifo))
+            assert done.returncode == 66, done.stderr
+            assert "not a regular file" in done.stderr
+        assert not writer.was_opened()
+    finally:
+        writer.close()
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
+
+
+@needs_root
+def test_device_node_is_refused_without_being_opened(tmp_path: Path) -> None:
+    """A character device is refused by its type, not by what opening it does.
+
+    The device number (240, 0) is in the range Linux leaves unassigned: opening
+    it fails with ENXIO (or EACCES on a nodev mount), so a reader that opened it
+    would say so instead of "not a regular file".
+    """
+    path = write_claim(tmp_path, b"")
+    path.unlink()
+    os.mknod(path, 0o644 | 0o020000, os.makedev(240, 0))
+    calls: list[Callable[[], object]] = [
+        lambda: dm.read_file(path),
+        lambda: dm.read_request_dir(path.parent),
+    ]
+    for call in calls:
+        with pytest.raises(dm.DRAMetadataError) as caught:
+            call()
+        assert str(caught.value) == f"{path}: not a regular file"
+    done = run("validate", str(path))
+    assert done.stderr == f"dra-metadata: {path}: not a regular file\n"
+
+
+@needs_root
+def test_dev_zero_style_device_is_refused(tmp_path: Path) -> None:
+    """A copy of /dev/zero (1, 5) named like a metadata file is refused, not read forever."""
+    path = write_claim(tmp_path, b"")
+    path.unlink()
+    os.mknod(path, 0o644 | 0o020000, os.makedev(1, 5))
+    with pytest.raises(dm.DRAMetadataError, match="not a regular file"):
+        dm.read_file(path)
+    assert run("lint", str(path)).returncode == 66
+
+
+# --- D: argument types --------------------------------------------------------------------
+
+
+def test_bytes_paths_are_a_clear_type_error(tmp_path: Path) -> None:
+    """A bytes root or path is a TypeError with our message, for every reader and lint."""
+    path = write_claim(tmp_path, good_bytes())
+    root: Any = os.fsencode(tmp_path)
+    file: Any = os.fsencode(path)
+    directory: Any = os.fsencode(path.parent)
+    calls: dict[str, list[Callable[[], object]]] = {
+        "root": [
+            lambda: dm.read_resource_claim("c", "r", root=root),
+            lambda: dm.read_resource_claim_template("c", "r", root=root),
+        ],
+        "path": [lambda: dm.read_file(file), lambda: dm.lint(good_bytes(), path=file)],
+        "directory": [lambda: dm.read_request_dir(directory)],
+    }
+    for what, each in calls.items():
+        for call in each:
+            with pytest.raises(TypeError, match=f"^{what} must be a str or os.PathLike"):
+                call()
+
+
+def test_max_size_none_is_a_clear_type_error(tmp_path: Path) -> None:
+    """max_size=None is refused with a message saying every read is bounded."""
+    path = write_claim(tmp_path, good_bytes())
+    none: Any = None
+    calls: list[Callable[[], object]] = [
+        lambda: dm.read_file(path, max_size=none),
+        lambda: dm.read_request_dir(path.parent, max_size=none),
+        lambda: dm.read_resource_claim("c", "r", root=tmp_path, max_size=none),
+    ]
+    for call in calls:
+        with pytest.raises(TypeError, match=r"max_size must be an int .*no unlimited read"):
+            call()
+    with pytest.raises(ValueError, match="must not be negative"):
+        dm.read_file(path, max_size=-1)
+
+
+def test_lint_refuses_what_is_not_bytes_or_str() -> None:
+    """lint(5) is a TypeError, not five NUL bytes linted."""
+    five: Any = 5
+    with pytest.raises(TypeError, match="lint\\(\\) takes bytes or str, not int"):
+        dm.lint(five)
