@@ -89,14 +89,17 @@ from dra_metadata.testing import (  # noqa: E402
 )
 
 # The writer: payloads are encoded before it says "ready"; each update truncates the
-# file and writes the stream in two halves (so readers can meet a half-written file);
-# the time is taken when the last write() returns.
+# file and writes the stream in two halves (so readers can meet a half-written file),
+# or (``pwrite``) overwrites it in place in 16 pieces, front to back, without truncating,
+# every stream of the same length (so a read between two pieces is a mixture of two
+# generations that still decodes); the time is taken when the last write returns.
 WRITER = r"""
 import json, os, random, sys, time
 import dra_metadata as dm
 
 path, uid, first, count, mode, seed = sys.argv[1:7]
 low, high = float(sys.argv[7]), float(sys.argv[8])
+how = sys.argv[9]
 first, count = int(first), int(count)
 rng = random.Random(int(seed))
 
@@ -104,7 +107,7 @@ def payload(generation):
     devices = tuple(
         dm.Device("net.example.com", "node", f"dev-{i}",
                   attributes={"gen": dm.DeviceAttribute(int=generation)})
-        for i in range(generation % 7 + 1)
+        for i in range(8 if how == "pwrite" else generation % 7 + 1)
     )
     md = dm.DeviceMetadata(
         metadata=dm.ObjectMeta(name="bench", namespace="ns", uid=uid, generation=generation),
@@ -114,16 +117,24 @@ def payload(generation):
 
 generations = list(range(first, first + count))
 data = {g: payload(g) for g in generations}
+if how == "pwrite":
+    assert len({len(blob) for blob in data.values()}) == 1, "pwrite needs one stream length"
 print("ready", flush=True)
 sys.stdin.readline()
 time.sleep(0.2)
 done = []
 for index, generation in enumerate(generations):
     blob = data[generation]
-    half = len(blob) // 2
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    os.write(fd, blob[:half])
-    os.write(fd, blob[half:])
+    if how == "pwrite":
+        fd = os.open(path, os.O_WRONLY)
+        size = -(-len(blob) // 16)
+        for offset in range(0, len(blob), size):
+            os.pwrite(fd, blob[offset:offset + size], offset)
+    else:
+        half = len(blob) // 2
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, blob[:half])
+        os.write(fd, blob[half:])
     done.append((generation, time.monotonic_ns()))
     os.close(fd)
     if mode == "paced":
@@ -133,12 +144,16 @@ for index, generation in enumerate(generations):
 print(json.dumps(done), flush=True)
 """
 
+#: Devices per object of the ``pwrite`` writer (the others write ``generation % 7 + 1``).
+PWRITE_DEVICES = 8
 
-def complete(md: dm.DeviceMetadata) -> bool:
-    """Whether ``md`` is exactly what the writer wrote for its generation."""
+
+def complete(md: dm.DeviceMetadata, how: str = "truncate") -> bool:
+    """Whether ``md`` is exactly what the writer (``how`` it writes) wrote for its generation."""
     generation = md.metadata.generation
     devices = [device for _request, device in md.devices()]
-    return len(devices) == generation % 7 + 1 and all(
+    expected = PWRITE_DEVICES if how == "pwrite" else generation % 7 + 1
+    return len(devices) == expected and all(
         device.attribute("gen") == generation for device in devices
     )
 
@@ -197,6 +212,18 @@ def dm_watch(setup: Setup, go: Callable[[], None], timeout: float) -> Deliveries
             yield event.metadata, now
 
 
+def dm_watch_one_read(setup: Setup, go: Callable[[], None], timeout: float) -> Deliveries:
+    """``dra_metadata.watch`` with the stable-read rule off: the baseline of its cost."""
+    from dra_metadata._watch import _session
+
+    saved = _session.STABLE_READ_DELAY
+    _session.STABLE_READ_DELAY = None  # read by each new session; restored below
+    try:
+        yield from dm_watch(setup, go, timeout)
+    finally:
+        _session.STABLE_READ_DELAY = saved
+
+
 def raw_inotify(setup: Setup, go: Callable[[], None], timeout: float) -> Deliveries:
     from dra_metadata._watch._backends.inotify import Inotify
 
@@ -252,6 +279,7 @@ def run_writer(
     mode: str,
     spacing: tuple[float, float],
     seed: int,
+    how: str = "truncate",
 ) -> tuple[Run, list[tuple[int, int]]]:
     """Start the writer, let ``contender`` watch until the last generation arrives."""
     first = setup.generation + 1
@@ -268,6 +296,7 @@ def run_writer(
             str(seed),
             str(spacing[0]),
             str(spacing[1]),
+            how,
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -289,7 +318,7 @@ def run_writer(
     try:
         for md, at in contender(setup, go, budget):
             generation = md.metadata.generation
-            if not complete(md):
+            if not complete(md, how):
                 run.torn += 1
                 continue
             run.order.append(generation)
@@ -304,6 +333,24 @@ def run_writer(
     setup.generation = last
     done = [(int(g), int(t)) for g, t in json.loads(out.strip().splitlines()[-1])]
     return run, done
+
+
+def pwrite_payload(generation: int, uid: str) -> bytes:
+    """What the ``pwrite`` writer writes for ``generation`` (the stream it overwrites)."""
+    devices = tuple(
+        dm.Device(
+            "net.example.com",
+            "node",
+            f"dev-{i}",
+            attributes={"gen": dm.DeviceAttribute(int=generation)},
+        )
+        for i in range(PWRITE_DEVICES)
+    )
+    md = dm.DeviceMetadata(
+        metadata=dm.ObjectMeta(name="bench", namespace="ns", uid=uid, generation=generation),
+        requests=(dm.DeviceMetadataRequest("net", devices),),
+    )
+    return dm.encode(md)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -337,8 +384,11 @@ def latency_case(
     count: int,
     spacing: tuple[float, float],
     seed: int,
+    how: str = "truncate",
 ) -> Latency:
-    run, done = run_writer(setup, contender, count=count, mode="paced", spacing=spacing, seed=seed)
+    run, done = run_writer(
+        setup, contender, count=count, mode="paced", spacing=spacing, seed=seed, how=how
+    )
     latencies = [max(0.0, (run.delivered[g] - t) / 1e6) for g, t in done if g in run.delivered]
     missed_generations = [g for g, _t in done if g not in run.delivered]
     missed = len(missed_generations)
@@ -482,6 +532,14 @@ def measure(quick: bool) -> Report:
                     "dra_metadata.watch", setup, dm_watch, count=updates, spacing=fast, seed=1
                 ),
                 latency_case(
+                    "dm.watch, one read",
+                    setup,
+                    dm_watch_one_read,
+                    count=updates,
+                    spacing=fast,
+                    seed=1,
+                ),
+                latency_case(
                     "raw inotify", setup, raw_inotify, count=updates, spacing=fast, seed=2
                 ),
                 latency_case(
@@ -502,6 +560,29 @@ def measure(quick: bool) -> Report:
                 ),
             ]
             burst = burst_case(setup, bursts=bursts, seed=5)
+            # Same-length in-place overwrites: every stream of one length from here on.
+            setup.generation = 10**6
+            setup.host.write_bytes(pwrite_payload(setup.generation, setup.uid))
+            latency += [
+                latency_case(
+                    "dm.watch, pwrite",
+                    setup,
+                    dm_watch,
+                    count=updates,
+                    spacing=fast,
+                    seed=6,
+                    how="pwrite",
+                ),
+                latency_case(
+                    "one read, pwrite",
+                    setup,
+                    dm_watch_one_read,
+                    count=updates,
+                    spacing=fast,
+                    seed=7,
+                    how="pwrite",
+                ),
+            ]
         finally:
             tree.close()
         idle = idle_figures(scratch, window)
@@ -512,6 +593,10 @@ def measure(quick: bool) -> Report:
         / ours.median_ms,
         "dra_metadata.watch / raw inotify (median)": ours.median_ms
         / by_name["raw inotify"].median_ms,
+        "stable-read cost: dra_metadata.watch / dm.watch, one read (median)": ours.median_ms
+        / by_name["dm.watch, one read"].median_ms,
+        "stable-read cost: dra_metadata.watch / dm.watch, one read (p99)": ours.p99_ms
+        / by_name["dm.watch, one read"].p99_ms,
         "watchfiles step=5 / dra_metadata.watch (median)": by_name["watchfiles step=5"].median_ms
         / ours.median_ms,
     }
@@ -523,6 +608,12 @@ def measure(quick: bool) -> Report:
             ours.torn_delivered + burst.torn_delivered,
             "== 0",
             ours.torn_delivered + burst.torn_delivered == 0,
+        ),
+        Target(
+            "torn objects delivered, same-length in-place (pwrite) writer",
+            by_name["dm.watch, pwrite"].torn_delivered,
+            "== 0",
+            by_name["dm.watch, pwrite"].torn_delivered == 0,
         ),
         Target(
             "final generations missed (each burst's last, the paced run's last)",
