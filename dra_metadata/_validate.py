@@ -28,7 +28,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Final, Self
 
-import msgspec.json
+import msgspec
+import msgspec.structs
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -67,6 +68,7 @@ from ._formats import (
     is_short_name,
 )
 from ._model import ATTRIBUTE_KINDS
+from ._model import DeviceMetadata as _MetadataStruct
 from ._versions import API_VERSIONS, KIND
 
 if TYPE_CHECKING:
@@ -598,45 +600,45 @@ class DeviceMetadata(WireModel):
 _NULL_ATTRIBUTE_ERRORS: Final = (FieldError("", ErrorType.INVALID, "", _NO_MEMBER_DETAIL, "union"),)
 
 
-# --------------------------------------------------------------------------- fast path
+# --------------------------------------------------------------------------- acceptor
 
-# The acceptor: one pydantic-core validator, compiled once on first use, that
-# accepts only objects on which the models above find no error. Every rule of
-# the models is one of its constraints (patterns, lengths, literals, exactly one
-# key per attribute); every field the models type is typed here in strict mode,
-# which admits a subset of what the models' lax mode admits. So an object it
-# accepts needs no further work: validation returns no errors, as the models
-# would. Anything it rejects (a broken rule, an unusual but valid value such as
-# non-ASCII text near a byte limit, an unknown key in an attribute) goes through
-# the models, which find Go's errors. Rejecting too much costs time, never
-# correctness.
+# The acceptor is one pydantic-core validator, compiled on first use and kept,
+# that passes only objects on which the models above find no error. It types
+# every field the models type, with the same pydantic-core validators, and adds
+# each rule as a constraint of the compiled core: patterns and lengths for the
+# names, ``ge`` for the generation, a literal for the operation, exactly one set
+# member per attribute (one single-key variant per member), item and byte limits.
+# An object it passes needs no further work: the models would find nothing. An
+# object it fails (a broken rule, or a valid but unusual value, such as non-ASCII
+# text near a byte limit or an unknown key in an attribute) goes through the
+# models, which find Go's errors or raise as before. Failing too much costs time,
+# never an answer.
 
 _ASCII_PATTERN: Final = r"^[\x00-\x7F]*$"
 
 
 def _unique(values: list[str]) -> list[str]:
     if len(set(values)) != len(values):
-        raise ValueError("duplicate")
+        raise ValueError("duplicate entries")
     return values
 
 
 def _wire_fields(
-    struct: type[Any], required: Iterable[str] = (), **schemas: CoreSchema
+    struct: type[msgspec.Struct], required: Iterable[str] = (), **schemas: CoreSchema
 ) -> CoreSchema:
-    """A typed dict of ``struct``'s wire fields (extra keys ignored), by attribute name."""
-    from msgspec.structs import fields
+    """A typed dict of ``struct``'s wire keys (unknown keys ignored), given by attribute."""
     from pydantic_core import core_schema as cs
 
-    by_attribute = {field.name: field.encode_name for field in fields(struct)}
+    keys = {field.name: field.encode_name for field in msgspec.structs.fields(struct)}
     tag = struct.__struct_config__.tag_field
     if tag is not None:
-        by_attribute[tag] = tag
-    if set(schemas) != set(by_attribute):
-        raise AssertionError(f"{struct.__name__}: acceptor fields {sorted(schemas)}")
+        keys[tag] = tag
+    if set(schemas) != set(keys):
+        raise AssertionError(f"{struct.__name__} has the fields {sorted(keys)}")
     needed = set(required)
     return cs.typed_dict_schema(
         {
-            by_attribute[name]: cs.typed_dict_field(schema, required=name in needed)
+            keys[name]: cs.typed_dict_field(schema, required=name in needed)
             for name, schema in schemas.items()
         },
         extra_behavior="ignore",
@@ -644,6 +646,7 @@ def _wire_fields(
 
 
 def _build_acceptor() -> SchemaValidator:
+    """The acceptor: the models' field types with every rule as a core constraint."""
     from pydantic_core import SchemaValidator
     from pydantic_core import core_schema as cs
 
@@ -654,10 +657,12 @@ def _build_acceptor() -> SchemaValidator:
     maybe_bool = cs.nullable_schema(cs.bool_schema())
 
     def ascii_at_most(limit: int) -> CoreSchema:
-        # ASCII text up to ``limit`` characters is at most ``limit`` bytes.
+        # At most ``limit`` ASCII characters are at most ``limit`` UTF-8 bytes.
         return cs.str_schema(max_length=limit, pattern=_ASCII_PATTERN)
 
-    def matching(pattern: str, max_length: int) -> CoreSchema:
+    def name(pattern: str, max_length: int) -> CoreSchema:
+        # A match is ASCII apart from the two folded runes, which the driver's
+        # limit in characters counts as Go does.
         return cs.str_schema(min_length=1, max_length=max_length, pattern=pattern)
 
     members: dict[str, CoreSchema] = {
@@ -671,8 +676,9 @@ def _build_acceptor() -> SchemaValidator:
         "versions": cs.list_schema(text, min_length=1),
     }
     if set(members) != set(_ATTRIBUTE_MEMBERS):
-        raise AssertionError(f"acceptor attribute members {sorted(members)}")
-    # Exactly one member, set: one single-key variant per member, the usual ones first.
+        raise AssertionError(f"the attribute members are {_ATTRIBUTE_MEMBERS}")
+    # Exactly one member, set (not null, a list not empty): one variant per member,
+    # each with that key alone; the usual members come first.
     attribute = cs.union_schema(
         [
             cs.typed_dict_schema({member: cs.typed_dict_field(schema)}, extra_behavior="forbid")
@@ -691,9 +697,9 @@ def _build_acceptor() -> SchemaValidator:
     device = _wire_fields(
         m.Device,
         ("driver", "pool", "name"),
-        driver=matching(DNS1123_SUBDOMAIN_CASELESS_PATTERN, MAX_DRIVER_CHARACTERS),
-        pool=matching(RESOURCE_POOL_NAME_PATTERN, RESOURCE_POOL_NAME_MAX_BYTES),
-        name=matching(DNS1123_LABEL_PATTERN, DNS1123_LABEL_MAX_BYTES),
+        driver=name(DNS1123_SUBDOMAIN_CASELESS_PATTERN, MAX_DRIVER_CHARACTERS),
+        pool=name(RESOURCE_POOL_NAME_PATTERN, RESOURCE_POOL_NAME_MAX_BYTES),
+        name=name(DNS1123_LABEL_PATTERN, DNS1123_LABEL_MAX_BYTES),
         attributes=cs.nullable_schema(cs.dict_schema(text, attribute, max_length=MAX_ATTRIBUTES)),
         network_data=cs.nullable_schema(network),
     )
@@ -716,7 +722,8 @@ def _build_acceptor() -> SchemaValidator:
         m.ManagedFieldsEntry,
         ("operation",),
         manager=maybe_text,
-        operation=cs.literal_schema(list(MANAGED_FIELDS_OPERATIONS)),
+        # A string first, as the model types it, then one of the values.
+        operation=cs.chain_schema([text, cs.literal_schema(list(MANAGED_FIELDS_OPERATIONS))]),
         api_version=maybe_text,
         time=maybe_text,
         fields_type=maybe_text,
@@ -752,31 +759,20 @@ def _build_acceptor() -> SchemaValidator:
         ),
         requests=cs.nullable_schema(cs.list_schema(request)),
     )
-    return SchemaValidator(top, cs.CoreConfig(strict=True))
+    return SchemaValidator(top)
 
 
 _acceptor: SchemaValidator | None = None
 
 
-def _accepts_json(data: bytes) -> bool:
-    """Whether the acceptor passes the JSON text ``data`` (then it has no error)."""
+def _accepts(obj: object, *, strict: bool) -> bool:
+    """Whether the acceptor passes ``obj``: if so, the models find no error in it."""
     global _acceptor
-    acceptor = _acceptor or _build_acceptor()
-    _acceptor = acceptor
+    acceptor = _acceptor
+    if acceptor is None:
+        acceptor = _acceptor = _build_acceptor()
     try:
-        acceptor.validate_json(data)
-    except CoreValidationError:
-        return False
-    return True
-
-
-def _accepts(obj: dict[str, Any]) -> bool:
-    """Whether the acceptor passes the wire-form object ``obj`` (then it has no error)."""
-    global _acceptor
-    acceptor = _acceptor or _build_acceptor()
-    _acceptor = acceptor
-    try:
-        acceptor.validate_python(obj)
+        acceptor.validate_python(obj, strict=strict)
     except CoreValidationError:
         return False
     return True
@@ -794,18 +790,19 @@ def validate(md: ModelDeviceMetadata) -> list[FieldError]:
     >>> [(e.field, e.type.value) for e in dm.validate(bad)]
     [('podClaimName', 'Invalid value')]
     """
-    from ._model import DeviceMetadata as Model
-
-    if not isinstance(md, Model):
+    if not isinstance(md, _MetadataStruct):
         raise TypeError(f"validate() takes a DeviceMetadata, not {type(md).__name__}")
+    # The acceptor reads msgspec's builtins form of ``md`` in the models' own lax
+    # mode. It holds the values that wire_body() gives the models, except that
+    # lists are still tuples (lax lists take them), non-string keys are not yet
+    # strings and NaN is not yet null (the acceptor fails both, as no field of it
+    # takes them), so what it passes the models pass too.
     try:
-        data = msgspec.json.encode(md)
-    except UnicodeEncodeError:
-        pass  # a lone surrogate: only the models read what wire_body() makes of it
+        builtins = msgspec.to_builtins(md)
+    except Exception:
+        pass  # a value msgspec cannot convert: wire_body() raises what it always raised
     else:
-        # The same JSON that wire_body() decodes for the models; the acceptor
-        # ignores the kind and apiVersion keys and types them as the models do.
-        if _accepts_json(data):
+        if _accepts(builtins, strict=False):
             return []
     return _validate_wire(md.wire_body())  # fieldsV1 stays raw text: it is not validated
 
@@ -824,7 +821,8 @@ def validate_wire(obj: Mapping[str, object]) -> list[FieldError]:
     ['requests[0].name: Required value']
     """
     wire = obj if isinstance(obj, dict) else dict(obj)
-    if _accepts(wire):
+    # Strict: any object, any Mapping inside; strict types take a subset of lax ones.
+    if _accepts(wire, strict=True):
         return []
     return _validate_wire(wire)
 
