@@ -10,10 +10,18 @@ the Go reference's: fields in struct order, list elements by index.
 
 Only what Go checks is checked: attribute keys, scalar string and
 version lengths, semver, IP and MAC syntax, names, UIDs and labels are not.
-pydantic itself enforces nothing but the JSON types, which a typed decode
+In the models pydantic enforces nothing but the JSON types, which a typed decode
 guarantees anyway; the limits it could enforce are attached to the models as JSON
 Schema keywords only (see :mod:`dra_metadata._schema`), so that the schema states
 the same rules this module applies.
+
+Most objects are valid, and the models are not the first to see them: an
+*acceptor*, one pydantic-core validator compiled on first use, holds the same
+field types with every rule as a constraint of the compiled core (patterns,
+lengths, literals, one set member per attribute). What it passes has no error and
+validation ends there, without Python per field; what it fails goes through the
+models, which find Go's errors. The models are built on first use too
+(``defer_build``), so validating a valid file never builds them.
 
 The models accept ``null`` wherever Go's decoder does and read it as Go does (an
 absent pointer, an empty list or map; a ``null`` attribute value is an attribute
