@@ -29,10 +29,11 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import msgspec
+import msgspec.structs
 
 from ._errors import DecodeError
 from ._formats import MAX_ATTRIBUTES
@@ -195,19 +196,28 @@ def lint(
         raise TypeError(f"lint() takes bytes or str, not {type(data).__name__}")
     if path is not None:
         path = check_path("path", path)
-    chosen = decode(raw)
-    entries = list(_entries(raw))
-    problems = _Problems()
-    _check_stream(entries, problems)
-    for entry in entries:
-        if entry.decoded is None:
-            continue
-        if entry.raw is not None:
-            _check_keys(entry.raw, problems)
-        _check_content(entry.decoded, problems)
-    if path is not None:
-        _check_path(os.fspath(path), chosen, problems)
-    return problems.found
+    stream = _Stream()
+    chosen = False  # whether the entry Go returns (the first decoded one) was seen
+    # One entry at a time: each is dropped before the next is read.
+    for entry in _entries(raw):
+        if not chosen and entry.decoded is None and entry.error is not None:
+            break  # the first entry Go meets that is not skipped is broken: decode() raises
+        stream.add(entry)
+        if entry.decoded is not None:
+            if not chosen and path is not None:
+                _check_path(os.fspath(path), entry.decoded, stream.path_problems)
+            chosen = True
+            if entry.raw is not None:
+                _check_keys(entry.raw, stream.entry_problems)
+            _check_content(entry.decoded, stream.entry_problems)
+        del entry
+    if not chosen:
+        # Go decodes nothing from this stream: raise its error (decoding the bytes
+        # again, so that the message is exactly decode()'s).
+        md = decode(raw)
+        if path is not None:  # pragma: no cover - decode() raises whenever _entries found none
+            _check_path(os.fspath(path), md, stream.path_problems)
+    return stream.problems()
 
 
 # --- the stream ---------------------------------------------------------------------------
@@ -224,6 +234,14 @@ def _entries(data: bytes) -> Iterator[_Entry]:
         start = _gojson.next_value_start(data, pos)
         if start is None:
             return
+        fast = _fast_entry(data, start, index)
+        if fast is not None:
+            entry, pos = fast
+            del fast
+            yield entry
+            del entry  # not kept while the next entry is read
+            index += 1
+            continue
         try:
             node, end = _gojson.read_value(data, start)
         except _gojson.GoDecodeError as err:
@@ -247,6 +265,75 @@ def _entries(data: bytes) -> Iterator[_Entry]:
                     yield _Entry(index, api_version, decoded, None, plain)
         pos = end
         index += 1
+
+
+#: A key and its colon with whitespace between them (or such text in a string).
+_SPACED_COLON: Final = re.compile(rb'"[ \t\r\n]+:')
+
+
+def _fast_entry(data: bytes, start: int, index: int) -> tuple[_Entry, int] | None:
+    """The entry at ``start`` when msgspec can prove what Go makes of it; else None.
+
+    This is how large files are linted fast: the entry is taken to end where the
+    next line starting with ``{`` begins (as the Go writer and compact writers
+    put entries) and accepted only when that span is one JSON value with no
+    key twice in any object, and the decoder's fast path decodes it (a known
+    version, no unknown or case-variant key: so none of the key rules can
+    fire). Anything else is left to the exact path, which reads the entry as
+    Go does.
+    """
+    from ._decode import _decode_fast
+
+    following = data.find(b"\n{", start)
+    end = len(data) if following < 0 else following
+    while end > start and data[end - 1] in b" \t\r\n":
+        end -= 1
+    span = data[start:end]
+    try:
+        plain = msgspec.json.decode(span)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    if not isinstance(plain, dict) or _key_count(plain) != _text_key_count(span):
+        return None  # a repeated key, or not sure there is none: the exact path tells
+    del plain
+    md = _decode_fast(span)
+    if md is None:
+        return None
+    return _Entry(index, md.api_version, md, None, None), end
+
+
+def _key_count(value: object) -> int:
+    """How many keys the objects of a decoded JSON value hold, all levels counted."""
+    count = 0
+    stack = [value]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        item = pop()
+        values: Iterable[object]
+        if type(item) is dict:
+            count += len(item)
+            values = item.values()
+        else:
+            values = cast("list[object]", item)
+        for child in values:
+            kind = type(child)
+            if kind is dict or kind is list:
+                push(child)
+    return count
+
+
+def _text_key_count(span: bytes) -> int:
+    """At least how many keys the valid JSON text ``span`` writes, or -1 when unsure.
+
+    Every key is a closing quote followed by a colon; text in a string can only
+    add to the count (an escaped quote before a colon), never hide a key, as
+    long as no key is spaced from its colon (then -1: the exact path decides).
+    So a count equal to the decoded objects' key count proves no key repeats.
+    """
+    if _SPACED_COLON.search(span) is not None:
+        return -1
+    return span.count(b'":')
 
 
 #: How deep the plain view goes; no rule looks deeper, and below it a value is its raw text.
@@ -308,50 +395,111 @@ def _version_rank(api_version: str) -> tuple[int, int, int] | None:
     return (stability, int(major), int(minor or 0))
 
 
-def _check_stream(entries: list[_Entry], problems: _Problems) -> None:
-    first = next((entry for entry in entries if entry.decoded is not None), None)
-    newest: tuple[tuple[int, int, int], str] | None = None
-    for entry in entries:
-        rank = _version_rank(entry.api_version)
-        if rank is None:
-            continue
-        if newest is not None and rank > newest[0]:
-            problems.add(
-                "DRA105",
-                f"stream[{entry.index}].apiVersion",
-                f"{entry.api_version} comes after the older {newest[1]}: write the newest "
-                "version first (readers take the first version they know)",
-            )
-        if newest is None or rank < newest[0]:
-            newest = (rank, entry.api_version)
-    if not any(entry.api_version == NEWEST for entry in entries):
-        problems.add(
-            "DRA106",
-            "stream",
-            f"no {NEWEST} entry: the v1.37 kubelet plugin always writes one, "
-            "and readers may know no other version",
+class _Stream:
+    """What lint learns entry by entry, and its problems in the order they are reported.
+
+    Entries are looked at one at a time and then dropped: only the first decoded
+    entry's wire form is kept (compactly encoded) to compare later entries with,
+    so linting a large file costs about one decoded copy of it at a time.
+    Problems come out as a whole-stream pass would find them: stream problems
+    first, then each entry's key and content problems, then the path's.
+    """
+
+    def __init__(self) -> None:
+        self.records: list[tuple[int, str, bool, str | None, str | None]] = []
+        self.first: tuple[int, str] | None = None  # index and apiVersion of the first decoded
+        self.reference: bytes | dict[str, Any] | None = None
+        self.entry_problems = _Problems()
+        self.path_problems = _Problems()
+
+    def add(self, entry: _Entry) -> None:
+        """Record ``entry``: its version, and how it differs from the first decoded entry."""
+        difference: str | None = None
+        decoded = entry.decoded
+        if decoded is not None:
+            if self.first is None:
+                self.first = (entry.index, entry.api_version)
+                self.reference = _comparable(decoded)
+            else:
+                difference = self._difference(decoded)
+        self.records.append(
+            (entry.index, entry.api_version, decoded is not None, entry.error, difference)
         )
-    if first is None or first.decoded is None:
-        return
-    reference = first.decoded.wire_body()
-    for entry in entries:
-        if entry.index <= first.index:
-            continue
-        if entry.decoded is None and entry.error is not None:
-            problems.add(
-                "DRA108",
-                f"stream[{entry.index}]",
-                f"does not decode, so readers that skip the entries before it fail: {entry.error}",
-            )
-        elif entry.decoded is not None:
-            where = _first_difference(reference, entry.decoded.wire_body(), "")
-            if where is not None:
+
+    def _difference(self, md: DeviceMetadata) -> str | None:
+        """Where ``md`` differs from the first decoded entry (``""``: at the top), or None."""
+        assert self.reference is not None  # set with the first decoded entry
+        if _comparable(md) == self.reference:
+            return None
+        reference = self.reference
+        if isinstance(reference, bytes):
+            reference = _wire_of(reference)
+        return _first_difference(reference, md.wire_body(), "")
+
+    def problems(self) -> list[LintProblem]:
+        """Every problem found, stream problems first, each once."""
+        problems = _Problems()
+        newest: tuple[tuple[int, int, int], str] | None = None
+        for index, api_version, _decoded, _error, _where in self.records:
+            rank = _version_rank(api_version)
+            if rank is None:
+                continue
+            if newest is not None and rank > newest[0]:
                 problems.add(
-                    "DRA107",
-                    f"stream[{entry.index}]",
-                    f"the {entry.api_version} entry differs from the {first.api_version} entry "
-                    f"at {where or 'the top'}: readers of different versions see different data",
+                    "DRA105",
+                    f"stream[{index}].apiVersion",
+                    f"{api_version} comes after the older {newest[1]}: write the newest "
+                    "version first (readers take the first version they know)",
                 )
+            if newest is None or rank < newest[0]:
+                newest = (rank, api_version)
+        if not any(api_version == NEWEST for _i, api_version, *_rest in self.records):
+            problems.add(
+                "DRA106",
+                "stream",
+                f"no {NEWEST} entry: the v1.37 kubelet plugin always writes one, "
+                "and readers may know no other version",
+            )
+        if self.first is not None:
+            first_index, first_version = self.first
+            for index, api_version, decoded, error, where in self.records:
+                if index <= first_index:
+                    continue
+                if not decoded and error is not None:
+                    problems.add(
+                        "DRA108",
+                        f"stream[{index}]",
+                        "does not decode, so readers that skip the entries before it fail: "
+                        f"{error}",
+                    )
+                elif decoded and where is not None:
+                    problems.add(
+                        "DRA107",
+                        f"stream[{index}]",
+                        f"the {api_version} entry differs from the {first_version} entry "
+                        f"at {where or 'the top'}: readers of different versions see "
+                        "different data",
+                    )
+        for found in (self.entry_problems, self.path_problems):
+            for problem in found.found:
+                problems.add(problem.code, problem.field, problem.message)
+        return problems.found
+
+
+def _comparable(md: DeviceMetadata) -> bytes | dict[str, Any]:
+    """``md``'s wire form in a form cheap to keep and to compare: compact JSON when it encodes."""
+    try:
+        return msgspec.json.encode(msgspec.structs.replace(md, api_version=""))
+    except UnicodeEncodeError:  # a lone surrogate: the dict form, as wire_body() gives it
+        return md.wire_body()
+
+
+def _wire_of(encoded: bytes) -> dict[str, Any]:
+    """The :meth:`DeviceMetadata.wire_body` of the object :func:`_comparable` encoded."""
+    raw: dict[str, Any] = msgspec.json.decode(encoded)
+    for key in DeviceMetadata._NOT_WIRE:
+        raw.pop(key, None)
+    return {"metadata": raw.pop("metadata", {}), **raw}
 
 
 def _first_difference(a: object, b: object, where: str) -> str | None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 
 from .._model import DeviceMetadata, MergedDeviceMetadata
-from ._common import EXIT_OK, Commands, add_command, add_format, add_selection, fail, write_text
+from ._common import (
+    EXIT_OK,
+    Commands,
+    add_command,
+    add_format,
+    add_selection,
+    fail,
+    write_stdout,
+    write_text,
+)
 
 __all__ = ["register", "summary"]
 
@@ -41,15 +50,12 @@ def _show(args: argparse.Namespace) -> int:
         if disagreement is not None:
             fail(f"warning: {disagreement}")
     if args.format == "json":
-        # here, not at the top: the other commands start faster without json
+        # imported here, not at the top: the other commands start faster without it
         from .._encode import wire_json
 
-        held = ""  # written one piece behind, so that the last carries the newline
         for piece in wire_json(md):
-            if held:
-                write_text(held)
-            held = piece
-        write_text(held + "\n")
+            write_stdout(piece)
+        write_stdout(b"\n")
     else:
         write_text(summary(md))
     return EXIT_OK
