@@ -623,6 +623,7 @@ _NULL_ATTRIBUTE_ERRORS: Final = (FieldError("", ErrorType.INVALID, "", _NO_MEMBE
 # never an answer.
 
 _ASCII_PATTERN: Final = r"^[\x00-\x7F]*$"
+_BMP_PATTERN: Final = r"^[\x00-\x{FFFF}]*$"
 
 
 def _unique(values: list[str]) -> list[str]:
@@ -664,9 +665,17 @@ def _build_acceptor() -> SchemaValidator:
     maybe_text = cs.nullable_schema(text)
     maybe_bool = cs.nullable_schema(cs.bool_schema())
 
-    def ascii_at_most(limit: int) -> CoreSchema:
-        # At most ``limit`` ASCII characters are at most ``limit`` UTF-8 bytes.
-        return cs.str_schema(max_length=limit, pattern=_ASCII_PATTERN)
+    def at_most_bytes(limit: int) -> CoreSchema:
+        # Text of at most ``limit`` UTF-8 bytes: ``limit`` characters of one byte
+        # (ASCII), ``limit // 3`` of at most three (the BMP), or ``limit // 4`` of any.
+        return cs.union_schema(
+            [
+                cs.str_schema(max_length=limit, pattern=_ASCII_PATTERN),
+                cs.str_schema(max_length=limit // 3, pattern=_BMP_PATTERN),
+                cs.str_schema(max_length=limit // 4),
+            ],
+            mode="left_to_right",
+        )
 
     def name(pattern: str, max_length: int) -> CoreSchema:
         # A match is ASCII apart from the two folded runes, which the driver's
@@ -679,7 +688,7 @@ def _build_acceptor() -> SchemaValidator:
         "version": text,
         "bool": cs.bool_schema(),
         "ints": cs.list_schema(cs.int_schema(), min_length=1),
-        "strings": cs.list_schema(ascii_at_most(MAX_STRINGS_ELEMENT_BYTES), min_length=1),
+        "strings": cs.list_schema(at_most_bytes(MAX_STRINGS_ELEMENT_BYTES), min_length=1),
         "bools": cs.list_schema(cs.bool_schema(), min_length=1),
         "versions": cs.list_schema(text, min_length=1),
     }
@@ -696,11 +705,11 @@ def _build_acceptor() -> SchemaValidator:
     )
     network = _wire_fields(
         m.NetworkDeviceData,
-        interface_name=ascii_at_most(MAX_INTERFACE_NAME_BYTES),
+        interface_name=at_most_bytes(MAX_INTERFACE_NAME_BYTES),
         ips=cs.nullable_schema(
             cs.no_info_after_validator_function(_unique, cs.list_schema(text, max_length=MAX_IPS))
         ),
-        hardware_address=ascii_at_most(MAX_HARDWARE_ADDRESS_BYTES),
+        hardware_address=at_most_bytes(MAX_HARDWARE_ADDRESS_BYTES),
     )
     device = _wire_fields(
         m.Device,
