@@ -961,10 +961,17 @@ def test_watch_benchmark_quick_run_reports_every_figure() -> None:
     }
     assert [case["name"] for case in report["latency"]] == [
         "dra_metadata.watch",
+        "dm.watch, one read",
         "raw inotify",
         "watchfiles default",
         "watchfiles step=5",
+        "dm.watch, pwrite",
+        "one read, pwrite",
     ]
+    assert {
+        "stable-read cost: dra_metadata.watch / dm.watch, one read (median)",
+        "stable-read cost: dra_metadata.watch / dm.watch, one read (p99)",
+    } <= set(report["ratios"])
     for case in report["latency"]:
         assert set(case) >= {"n", "median_ms", "p90_ms", "p99_ms", "max_ms", "torn_delivered"}
     assert set(report["idle_cpu_percent"]) == {
@@ -976,6 +983,7 @@ def test_watch_benchmark_quick_run_reports_every_figure() -> None:
         "median latency (ms)",
         "p99 latency (ms)",
         "torn objects delivered",
+        "torn objects delivered, same-length in-place (pwrite) writer",
         "idle CPU, 100 files (% of one core)",
     }
     assert all(isinstance(target["ok"], bool) for target in report["targets"])

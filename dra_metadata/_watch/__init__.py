@@ -22,7 +22,12 @@ exists, its deepest existing ancestor) for files that come and go, and a slow
 re-read of everything (``rescan_interval``, 2 s by default) catches whatever
 the kernel did not report. A read that does not decode is retried with a
 short, bounded backoff; only whole objects are delivered, and a file that
-stays undecodable for ``error_timeout`` seconds becomes an ``error`` event. For
+stays undecodable for ``error_timeout`` seconds becomes an ``error`` event.
+Content that changed is delivered only after a stable read (a second read,
+2 ms later, with the same bytes and stat), so a writer that overwrites the
+file in place without truncating is not seen as a mixture of two generations.
+A request directory that cannot be read is retried the same way. Nothing
+below the root is followed if it is a symbolic link (the scanner's policy). For
 one claim UID a generation is delivered at most once and never goes backwards;
 a new UID (the claim was prepared again) is a new object. A file whose
 ``st_nlink`` is 0 gets one ``stale`` event: later updates cannot reach this
@@ -30,7 +35,8 @@ container.
 
 On Linux the watcher uses inotify directly (:mod:`._backends.inotify`): it
 sleeps until the kernel has something to say (or the safety net is due), and
-delivers an update well under a millisecond after the write at the median.
+delivers an update about 3 ms after the write at the median (the stable read's
+2 ms included).
 Elsewhere it uses watchfiles (:mod:`._backends.watchfiles`), whose loop wakes
 every 50 ms; where neither can start (the user's inotify instances used up,
 ``fs.inotify.max_user_instances``), it polls with ``lstat`` every 20 ms
