@@ -79,6 +79,7 @@ X="say \\"hi\\""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -124,8 +125,10 @@ _ALNUM: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 _UPPER: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _LOWER_OR_DIGIT: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _LOWER: Final = frozenset("abcdefghijklmnopqrstuvwxyz")
-#: Characters that no shell and no dotenv reader treats specially.
-_PLAIN: Final = _ALNUM | frozenset("_-.,/:@+=%")
+#: A run of characters that no shell and no dotenv reader treats specially.
+_PLAIN_TEXT: Final = re.compile(r"[A-Za-z0-9_\-.,/:@+=%]+")
+#: A character that is not ASCII alphanumeric.
+_NOT_ALNUM: Final = re.compile(r"[^A-Za-z0-9]")
 _NAME_START: Final = _UPPER | frozenset("abcdefghijklmnopqrstuvwxyz_")
 _NAME_CHARS: Final = _NAME_START | frozenset("0123456789")
 
@@ -144,7 +147,7 @@ def env_name(text: str) -> str:
     >>> env_name("gpu.example.com"), env_name("a_b"), env_name("café")
     ('GPU_EXAMPLE_COM', 'A_B', 'CAF_')
     """
-    return "".join(ch.upper() if ch in _ALNUM else "_" for ch in text)
+    return _NOT_ALNUM.sub("_", text).upper()
 
 
 def snake_name(text: str) -> str:
@@ -245,22 +248,40 @@ def request_variables(prefix: str, source: str, md: DeviceMetadata) -> list[Vari
                 found[key] = (qualified, value)
         keyed.append(found)
     var_of = _attribute_variable_names({q for found in keyed for q, _ in found.values()})
-    # Per device: variable name part -> its values (two when two keys share a name).
-    per_device: list[dict[str, list[_Value]]] = []
+    single = len(devices) == 1
+    # Per device: (variable name part, value) in name order (two when two keys share
+    # a name); per name part: its one value on each device, while every device so far
+    # has had exactly one (a scalar unless the request has one device), else None.
+    per_device: list[list[tuple[str, _Value]]] = []
+    columns: dict[str, list[str] | None] = {}
     for index, found in enumerate(keyed):
-        values: dict[str, list[_Value]] = {}
-        for key in sorted(found):
-            qualified, value = found[key]
-            values.setdefault(var_of[qualified], []).append(
+        entries = sorted(
+            (
+                var_of[qualified],
+                key,
                 _Value(
                     format_value(value),
                     isinstance(value, tuple),
                     f"device {index} attribute {key!r}",
-                )
+                ),
             )
-        per_device.append(values)
+            for key, (qualified, value) in found.items()
+        )
+        per_device.append([(var, entry) for var, _, entry in entries])
+        counts: dict[str, int] = {}
+        for var, _, _ in entries:
+            counts[var] = counts.get(var, 0) + 1
+        for var, _, entry in entries:
+            column = columns.get(var, [] if index == 0 else None)
+            if column is not None and len(column) == index:
+                if counts[var] == 1 and (single or not entry.is_list):
+                    column.append(entry.text)
+                else:
+                    column = None
+            else:
+                column = None
+            columns[var] = column
     network = [_network_values(device.network_data) for device in devices]
-    attribute_vars = sorted(set(var_of.values()))
     network_vars = list(_NETWORK_VARIABLES.values())
 
     variables: list[Variable] = []
@@ -272,13 +293,10 @@ def request_variables(prefix: str, source: str, md: DeviceMetadata) -> list[Vari
     add(_DEVICES, ",".join(device.name for device in devices))
     add(_DRIVERS, ",".join(dict.fromkeys(device.driver for device in devices)))
     add(_REQUEST, ",".join(dict.fromkeys(request.name for request in md.requests)))
-    single = len(devices) == 1
-    for var in attribute_vars:  # on every device, once, and a scalar unless only one device
-        columns = [values.get(var, []) for values in per_device]
-        if devices and all(
-            len(column) == 1 and (single or not column[0].is_list) for column in columns
-        ):
-            add(var, ",".join(column[0].text for column in columns), f"attribute {var}")
+    for var in sorted(columns):  # on every device, once, and a scalar unless only one device
+        column = columns[var]
+        if column is not None and len(column) == len(devices):
+            add(var, ",".join(column), f"attribute {var}")
     for var in network_vars:
         fields = [found.get(var) for found in network]
         if devices and all(field is not None and (single or not field[1]) for field in fields):
@@ -288,9 +306,8 @@ def request_variables(prefix: str, source: str, md: DeviceMetadata) -> list[Vari
         add(at + _NAME, device.name, f"device {index}")
         add(at + _DRIVER, device.driver, f"device {index}")
         add(at + _POOL, device.pool, f"device {index}")
-        for var in attribute_vars:
-            for entry in per_device[index].get(var, ()):
-                add(at + var, entry.text, entry.detail)
+        for var, entry in per_device[index]:
+            add(at + var, entry.text, entry.detail)
         for var in network_vars:
             field = network[index].get(var)
             if field is not None:
@@ -464,14 +481,14 @@ def env_vars(
 
 def shell_line(name: str, value: str) -> str:
     """``export NAME=value`` for POSIX sh and bash, quoted when needed."""
-    if value and all(ch in _PLAIN for ch in value):
+    if _PLAIN_TEXT.fullmatch(value):
         return f"export {name}={value}"
     return "export " + name + "='" + value.replace("'", "'\\''") + "'"
 
 
 def dotenv_line(name: str, value: str) -> str:
     """``NAME=value`` in the dotenv syntax of docker compose; raises :class:`EnvError`."""
-    if all(ch in _PLAIN for ch in value):
+    if not value or _PLAIN_TEXT.fullmatch(value):
         return f"{name}={value}"
     if value.endswith("\\"):
         # python-dotenv takes the backslash and the closing quote for an escaped

@@ -1,0 +1,319 @@
+"""How ``ls``, ``env`` and ``inventory()`` scale with the number of metadata files.
+
+What is measured
+================
+
+Trees of 10, 100, 1,000 and 10,000 metadata files are written (with
+``dra_metadata.encode``, one GPU-like device with five attributes per file, as
+``bench.py`` writes them) in three layouts a pod can have:
+
+``claims``
+    N claims with one request each, one driver per request;
+``requests``
+    one claim with N requests, one driver each;
+``drivers``
+    one claim, one request, served by N drivers (N files merged into one request:
+    every attribute name is shared by N drivers, so every variable is qualified).
+
+For each tree:
+
+* **per-file cost** of ``dra-metadata ls``, ``dra-metadata env`` (the command's
+  own ``main()``, in this process, output to ``/dev/null``) and
+  ``dm.inventory()``: the best of several runs divided by N;
+* for ``env``, the split of that cost into the **scan** (finding, reading and
+  decoding the files: ``_scan.scan``) and the **rest** (building the inventory,
+  the variables and the text), per file;
+* **peak RSS** of a fresh process running the command line's ``main()`` for
+  ``env`` / ``ls`` on the tree (its own ``VmHWM`` at the end), next to that of ``python -c "import
+  dra_metadata"`` (the interpreter and the package, for reference).
+
+Everything runs the checkout's package (it is put first on the path), whatever
+copy is installed.
+
+Targets (the issue "Speed at every size")
+=========================================
+
+* ``env`` on one request served by N drivers is linear: the per-file cost at
+  N = 1,000 is within 1.5x of that at N = 10 (``drivers`` layout);
+* ``env``'s own work per file (the rest) is at most the scan's per-file cost
+  (``claims`` layout, N = 1,000);
+* ``env`` peak RSS at 10,000 files is at most 64 MiB (every layout).
+
+Usage
+=====
+
+::
+
+    python benchmarks/bench_scale.py            # the table (about a minute)
+    python benchmarks/bench_scale.py --quick    # up to 1,000 files, fewer runs
+    python benchmarks/bench_scale.py --json     # the figures as JSON
+    python benchmarks/bench_scale.py --check    # exit 1 when a target is missed
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # the checkout's package, whatever copy is installed
+
+import dra_metadata as dm  # noqa: E402 - after the path is set
+from dra_metadata import _cli, _env, _inventory, _scan  # noqa: E402
+
+SIZES = (10, 100, 1000, 10000)
+QUICK_SIZES = (10, 100, 1000)
+LAYOUTS = ("claims", "requests", "drivers")
+LINEAR_TARGET = 1.5
+REST_TARGET = 1.0
+RSS_TARGET_MIB = 64.0
+
+
+def device(index: int, driver: str) -> dm.Device:
+    """A GPU-like device with five attributes."""
+    attributes = {
+        "uuid": dm.DeviceAttribute(string=f"GPU-{index:08x}-0b1d-4c55-9a1e-3d2b7c9e0f11"),
+        "index": dm.DeviceAttribute(int=index),
+        "model": dm.DeviceAttribute(string="H100-SXM5-80GB"),
+        "driverVersion": dm.DeviceAttribute(version="570.124.6"),
+        f"{dm.STANDARD_DOMAIN}/pciBusID": dm.DeviceAttribute(
+            string=f"0000:{index % 256:02x}:{index // 256 % 256:02x}.0"
+        ),
+    }
+    return dm.Device(driver, "worker-1", f"gpu-{index}", attributes=attributes)
+
+
+def write_tree(root: Path, layout: str, files: int) -> None:
+    """``files`` metadata files under ``root`` in ``layout``."""
+    for i in range(files):
+        claim, request, driver = "train", "gpu", "gpu.example.com"
+        if layout == "claims":
+            claim = f"claim-{i}"
+        elif layout == "requests":
+            request = f"req-{i}"
+        else:
+            driver = f"d{i}.example.com"
+        md = dm.DeviceMetadata(
+            metadata=dm.ObjectMeta(name=claim, namespace="ml", uid=f"uid-{claim}", generation=1),
+            requests=(dm.DeviceMetadataRequest(request, (device(i, driver),)),),
+        )
+        directory = root / "resourceclaims" / claim / request
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / f"{driver}-metadata.json").write_bytes(dm.encode(md))
+
+
+@contextlib.contextmanager
+def stdout_to_devnull() -> Iterator[None]:
+    """Descriptor 1 on ``/dev/null`` while the block runs."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def best_of(call: Callable[[], object], runs: int) -> float:
+    """The shortest of ``runs`` wall times of ``call()``, in seconds."""
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def run_cli(argv: list[str]) -> None:
+    with stdout_to_devnull():
+        code = _cli.main(argv)
+    if code != 0:
+        raise SystemExit(f"dra-metadata {' '.join(argv)} exited {code}")
+
+
+def env_rest(root: str, entries: list[_scan.Entry]) -> None:
+    """What env does after the scan: the inventory, the variables and their text."""
+    variables, problems = _env.collect(_inventory.from_entries(root, entries))
+    assert not problems, problems
+    _env.render(variables)
+
+
+#: Runs the command line's main() and then reports the process's own peak RSS
+#: (``VmHWM``, KiB) on stderr. ``wait4``'s ``ru_maxrss`` cannot be used: Linux
+#: counts the parent's resident set at fork in the child's maximum.
+_REPORT_PEAK = """
+import sys
+{body}
+sys.stdout.flush()
+with open("/proc/self/status") as status:
+    peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+sys.stderr.write("VmHWM " + peak + "\\n")
+sys.exit(code)
+"""
+CLI_PEAK = _REPORT_PEAK.format(body="from dra_metadata._cli import main\ncode = main(sys.argv[1:])")
+IMPORT_PEAK = _REPORT_PEAK.format(body="import dra_metadata\ncode = 0")
+
+
+def peak_rss_mib(code: str, *args: str) -> float:
+    """Peak resident set size of a fresh ``python -c code args...``, in MiB."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        check=False,
+    )
+    lines = done.stderr.decode().splitlines()
+    if done.returncode != 0 or not lines or not lines[-1].startswith("VmHWM "):
+        raise SystemExit(f"{args} exited {done.returncode}: {done.stderr.decode()}")
+    return int(lines[-1].split()[1]) / 1024
+
+
+def measure(root: Path, files: int, runs: int) -> dict[str, float]:
+    """The figures of one tree."""
+    text = str(root)
+    entries = _scan.scan(text)
+    assert len(entries) == files
+    scan_s = best_of(lambda: _scan.scan(text), runs)
+    rest_s = best_of(lambda: env_rest(text, entries), runs)
+    env_s = best_of(lambda: run_cli(["env", "--root", text]), runs)
+    ls_s = best_of(lambda: run_cli(["ls", "--root", text]), runs)
+    inv_s = best_of(lambda: dm.inventory(text), runs)
+    return {
+        "files": files,
+        "env_us": env_s / files * 1e6,
+        "ls_us": ls_s / files * 1e6,
+        "inventory_us": inv_s / files * 1e6,
+        "scan_us": scan_s / files * 1e6,
+        "rest_us": rest_s / files * 1e6,
+        "env_rss_mib": peak_rss_mib(CLI_PEAK, "env", "--root", text),
+        "ls_rss_mib": peak_rss_mib(CLI_PEAK, "ls", "--root", text),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="up to 1,000 files, fewer runs")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--tmp", default=None, help="where to build the trees")
+    args = parser.parse_args(argv)
+    sizes = QUICK_SIZES if args.quick else SIZES
+    results: dict[str, list[dict[str, float]]] = {layout: [] for layout in LAYOUTS}
+    base_rss = peak_rss_mib(IMPORT_PEAK)
+    with tempfile.TemporaryDirectory(prefix="bench-scale-", dir=args.tmp) as tmp:
+        for layout in LAYOUTS:
+            for files in sizes:
+                root = Path(tmp) / f"{layout}-{files}"
+                write_tree(root, layout, files)
+                runs = max(3, min(25, 3000 // files)) if not args.quick else 3
+                results[layout].append(measure(root, files, runs))
+                shutil.rmtree(root)
+
+    checks: list[tuple[str, float, str, bool]] = []
+    drivers = {row["files"]: row for row in results["drivers"]}
+    linear = drivers[1000]["env_us"] / drivers[10]["env_us"]
+    checks.append(
+        (
+            "env per file, 1,000 drivers / 10 drivers",
+            linear,
+            f"<= {LINEAR_TARGET}",
+            linear <= LINEAR_TARGET,
+        )
+    )
+    claims = {row["files"]: row for row in results["claims"]}
+    rest = claims[1000]["rest_us"] / claims[1000]["scan_us"]
+    checks.append(
+        (
+            "env's own work / scan, per file, 1,000 claims",
+            rest,
+            f"<= {REST_TARGET}",
+            rest <= REST_TARGET,
+        )
+    )
+    largest = max(sizes)
+    for layout in LAYOUTS:
+        rss = results[layout][-1]["env_rss_mib"]
+        if largest == 10000:
+            checks.append(
+                (
+                    f"env peak RSS MiB, 10,000 files, {layout}",
+                    rss,
+                    f"<= {RSS_TARGET_MIB:g}",
+                    rss <= RSS_TARGET_MIB,
+                )
+            )
+
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "import_rss_mib": base_rss,
+                    "layouts": results,
+                    "checks": [
+                        {"case": case, "value": value, "target": target, "ok": ok}
+                        for case, value, target, ok in checks
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        print(
+            f"dra_metadata {dm.__version__} | Python {sys.version.split()[0]} | "
+            f"python -c 'import dra_metadata' peak RSS {base_rss:.1f} MiB"
+        )
+        header = (
+            "layout",
+            "files",
+            "env us/f",
+            "scan us/f",
+            "rest us/f",
+            "ls us/f",
+            "inv us/f",
+            "env MiB",
+            "ls MiB",
+        )
+        print("  ".join(f"{h:>9}" for h in header))
+        for layout in LAYOUTS:
+            for row in results[layout]:
+                cells = [layout, f"{row['files']:.0f}"] + [
+                    f"{row[key]:.1f}"
+                    for key in (
+                        "env_us",
+                        "scan_us",
+                        "rest_us",
+                        "ls_us",
+                        "inventory_us",
+                        "env_rss_mib",
+                        "ls_rss_mib",
+                    )
+                ]
+                print("  ".join(f"{c:>9}" for c in cells))
+        print()
+        for case, value, target, ok in checks:
+            print(f"{case:48}  {value:7.2f}  {target:>8}  {'yes' if ok else 'MISS'}")
+    missed = [case for case, _, _, ok in checks if not ok]
+    if args.check and missed:
+        for case in missed:
+            print(f"MISSED: {case}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
