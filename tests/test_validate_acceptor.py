@@ -172,3 +172,32 @@ def test_a_valid_file_is_validated_without_building_the_models() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )
     assert done.stdout.split() == ["False", "True"]
+
+
+def _strings_element(text: str) -> dict[str, Any]:
+    obj = valid_wire_object()
+    obj["requests"][0]["devices"][0]["attributes"] = {"k": {"strings": [text]}}
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("text", "accepted"),
+    [
+        ("a" * 64, True),
+        ("a" * 65, False),
+        ("日" * 21, True),  # 63 bytes of three-byte characters
+        ("日" * 22, False),  # 66 bytes
+        ("é" * 22, False),  # 44 bytes: valid, but left to the models
+        ("\U0001f600" * 16, True),  # 64 bytes of four-byte characters
+        ("\U0001f600" * 17, False),
+        ("a" * 60 + "日", False),  # 63 bytes, but no tier proves it: left to the models
+    ],
+    ids=["64 ascii", "65 ascii", "21 bmp", "22 bmp", "22 two-byte", "16 astral", "17 astral",
+         "mixed"],
+)  # fmt: skip
+def test_byte_limits_pass_text_that_surely_fits(text: str, accepted: bool) -> None:
+    """A strings element passes when its characters prove it fits 64 bytes; the answer holds."""
+    obj = _strings_element(text)
+    assert _accepts(obj, strict=True) is accepted
+    fits = len(text.encode()) <= 64
+    assert (validate_wire(obj) == []) is fits
