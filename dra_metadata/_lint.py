@@ -63,7 +63,7 @@ from ._versions import GROUP, NEWEST
 if TYPE_CHECKING:
     from ._gojson import Node
 
-__all__ = ["MAX_ATTRIBUTES", "RULES", "LintProblem", "lint"]
+__all__ = ["MAX_ATTRIBUTES", "RULES", "LintProblem", "lint", "lint_exact"]
 
 
 class LintProblem(msgspec.Struct, frozen=True, gc=False):
@@ -185,7 +185,6 @@ def lint(
     all; no other exception escapes, whatever the bytes. :class:`TypeError` when
     ``data`` is not bytes or str, or ``path`` not a ``str`` path (bytes included).
     """
-    from ._decode import decode
     from ._read import check_path
 
     if isinstance(data, str):
@@ -196,10 +195,24 @@ def lint(
         raise TypeError(f"lint() takes bytes or str, not {type(data).__name__}")
     if path is not None:
         path = check_path("path", path)
+    return _lint(raw, path, fast=True)
+
+
+def lint_exact(
+    data: bytes | bytearray | memoryview | str, *, path: str | os.PathLike[str] | None = None
+) -> list[LintProblem]:
+    """:func:`lint` with every entry read by the exact (Go-replaying) path; the same answers."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    return _lint(raw, None if path is None else os.fspath(path), fast=False)
+
+
+def _lint(raw: bytes, path: str | None, *, fast: bool) -> list[LintProblem]:
+    from ._decode import decode
+
     stream = _Stream()
     chosen = False  # whether the entry Go returns (the first decoded one) was seen
     # One entry at a time: each is dropped before the next is read.
-    for entry in _entries(raw):
+    for entry in _entries(raw, fast=fast):
         if not chosen and entry.decoded is None and entry.error is not None:
             break  # the first entry Go meets that is not skipped is broken: decode() raises
         stream.add(entry)
@@ -223,7 +236,7 @@ def lint(
 # --- the stream ---------------------------------------------------------------------------
 
 
-def _entries(data: bytes) -> Iterator[_Entry]:
+def _entries(data: bytes, *, fast: bool = True) -> Iterator[_Entry]:
     """Every object of the stream, read as Go reads it; stops at the first unreadable one."""
     from . import _gojson
     from ._decode import from_wire
@@ -234,10 +247,10 @@ def _entries(data: bytes) -> Iterator[_Entry]:
         start = _gojson.next_value_start(data, pos)
         if start is None:
             return
-        fast = _fast_entry(data, start, index)
-        if fast is not None:
-            entry, pos = fast
-            del fast
+        quick = _fast_entry(data, start, index) if fast else None
+        if quick is not None:
+            entry, pos = quick
+            del quick
             yield entry
             del entry  # not kept while the next entry is read
             index += 1

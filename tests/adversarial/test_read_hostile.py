@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 import dra_metadata as dm
@@ -370,3 +371,73 @@ def test_lint_refuses_what_is_not_bytes_or_str() -> None:
     five: Any = 5
     with pytest.raises(TypeError, match="lint\\(\\) takes bytes or str, not int"):
         dm.lint(five)
+
+
+# --- E: the memory of one big file ------------------------------------------------------
+
+
+def big_stream(devices: int) -> bytes:
+    """A compact two-entry stream of one request with ``devices`` devices."""
+    md = dm.DeviceMetadata(
+        metadata=dm.ObjectMeta(name="big", namespace="ns", uid="u", generation=1),
+        requests=(
+            dm.DeviceMetadataRequest(
+                "gpu", tuple(dm.Device("x.io", "p", f"d{i}") for i in range(devices))
+            ),
+        ),
+    )
+    return (
+        b"\n".join(
+            msgspec.json.format(dm.encode(md, [v]), indent=0).strip()
+            for v in (dm.V1BETA1, dm.V1ALPHA1)
+        )
+        + b"\n"
+    )
+
+
+_PEAK = """
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def peak_kib(*args: str) -> int:
+    """Peak RSS (KiB) of one fresh ``python -m dra_metadata ARGS`` process."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, sys.executable, "-m", "dra_metadata", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+        timeout=120,
+    )
+    return int(done.stdout)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("lint", "{file}"),
+        ("validate", "{file}"),
+        ("--root", "{root}", "show", "--claim", "big", "--request", "gpu", "--driver", "x.io"),
+        ("--root", "{root}", "show", "--claim", "big", "--request", "gpu"),
+    ],
+    ids=lambda c: " ".join(part for part in c if not part.startswith("{")),
+)
+def test_one_big_file_costs_at_most_eight_times_its_size(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """lint, validate and show peak below 8x a dense 6 MiB file's size over a one-device file."""
+    sizes = {}
+    for name, devices in (("small", 1), ("big", 60000)):
+        root = tmp_path / name
+        directory = root / "resourceclaims" / "big" / "gpu"
+        directory.mkdir(parents=True)
+        file = directory / "x.io-metadata.json"
+        file.write_bytes(big_stream(devices))
+        args = [part.format(file=file, root=root) for part in command]
+        sizes[name] = (file.stat().st_size, peak_kib(*args) * 1024)
+    (big_size, big_peak), (_small_size, small_peak) = sizes["big"], sizes["small"]
+    assert big_size > 5 * 2**20
+    assert big_peak - small_peak <= 8 * big_size, (big_peak - small_peak) / big_size
