@@ -424,7 +424,7 @@ class Session:
                 if self.dir_path is not None and self.dir_path != path:
                     self.notifier.remove(self.dir_path)
                 # Links are followed up to the root, never below it.
-                follow = not path.startswith(root + os.sep)
+                follow = not path.startswith(root.rstrip(os.sep) + os.sep) or path == root
                 problem = self.notifier.add(path, directory=True, follow=follow)
                 if problem in (errno.ENOENT, errno.ENOTDIR):
                     continue  # it went away meanwhile: walk again
@@ -483,6 +483,9 @@ class Session:
         """
         tracked = self.files[path]
         state = tracked.state
+        # A confirming read is due no more: this look reads again (and stable() sets a
+        # new time), or ends without a read, whose own retry takes over.
+        tracked.settle_at = None
         if listing.error is not None:
             return state.broken(listing.error, now=now)
         if listing.fd is None:
