@@ -175,7 +175,9 @@ def read_fd(fd: int, name: str, *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
     ``name`` is the path the messages name. The caller keeps ``fd`` and closes it.
     Anything but a regular file or a directory (a FIFO, a device, a socket) is
     refused: it has no content to decode, and reading it could block or never end.
+    ``max_size`` is checked as :func:`check_max_size` checks it.
     """
+    check_max_size(max_size)
     try:
         info = os.fstat(fd)
         _check_kind(info, name)
