@@ -162,6 +162,29 @@ def test_read_api_on_deep_fields_v1_raises_no_recursion_error(tmp_path: Path) ->
     ]
 
 
+def test_show_driver_writes_a_number_python_cannot_hold(tmp_path: Path) -> None:
+    """A fieldsV1 number beyond a float (Go keeps it raw) is shown as written, not a traceback."""
+    raw = b'{"f:a":1e400,"f:b":[1.5E3]}'
+    write_claim(
+        tmp_path, dm.encode(metadata("{}")).replace(b'"fieldsV1": {}', b'"fieldsV1": ' + raw)
+    )
+    done = run("--root", str(tmp_path), "show", "--claim", "c", "--driver", DRIVER)
+    assert done.returncode == 0, done.stderr
+    assert '"f:a": 1e400,' in done.stdout
+    assert '"f:b": [\n            1500.0\n          ]' in done.stdout
+
+
+def test_lint_finds_an_unknown_key_whatever_its_value_nests(tmp_path: Path) -> None:
+    """An unknown key whose value nests 990 or 9994 levels is reported like a shallow one."""
+    for depth in (900, 990, 9994):
+        nested = b"[" * depth + b"]" * depth
+        data = dm.encode(metadata()).replace(b'"name": "d"', b'"name": "d", "zz": ' + nested)
+        path = write_claim(tmp_path / str(depth), data)
+        done = run("lint", str(path))
+        assert done.returncode == 1, done.stderr
+        assert 'DRA114 requests[0].devices[0].zz: unknown field "zz"' in done.stdout
+
+
 # --- B: symbolic links ------------------------------------------------------------------
 
 
