@@ -103,42 +103,52 @@ def open_metadata(path: str, *, name: str | None = None, dir_fd: int | None = No
     The file is looked at (``lstat``, or ``stat`` when links are followed)
     before it is opened, so a FIFO, a device or a socket is refused without
     being opened; after opening (non-blocking, ``O_NOFOLLOW`` for found files)
-    ``fstat`` checks it is still that same regular file. A directory is Go's
+    ``fstat`` checks that it is still that file, or another regular file (a
+    writer's atomic rename), and refuses anything else. A directory is Go's
     "no metadata objects" :class:`DecodeError`. The caller closes the descriptor.
     """
     follow = dir_fd is None
     target = path if follow else name
     assert target is not None  # a found file is named in its directory
+    flags = os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         before = os.stat(target, dir_fd=dir_fd, follow_symlinks=follow)
-        if not follow and stat.S_ISLNK(before.st_mode):
-            raise SymlinkError(f"{path}: {_SYMLINK_TEXT}", path=path)
-        _check_kind(before, path)
-        flags = os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-        fd = os.open(target, flags, dir_fd=dir_fd)
-    except FileNotFoundError:
-        raise MetadataNotFoundError(
-            f"open metadata file: open {path}: no such file or directory", path=path
-        ) from None
+    except OSError as err:
+        raise _open_error(err, path, follow) from None
     except ValueError as err:  # a NUL in the path
         raise InvalidNameError(f"open metadata file {path!r}: {err}", path=path) from None
+    if not follow and stat.S_ISLNK(before.st_mode):
+        raise SymlinkError(f"{path}: {_SYMLINK_TEXT}", path=path)
+    _check_kind(before, path)
+    try:
+        fd = os.open(target, flags, dir_fd=dir_fd)
     except OSError as err:
-        if err.errno == errno.ELOOP and not follow:  # became a link since it was looked at
-            raise SymlinkError(f"{path}: {_SYMLINK_TEXT}", path=path) from None
-        raise DRAMetadataError(
-            f"open metadata file: open {path}: {os_reason(err)}", path=path
-        ) from None
+        raise _open_error(err, path, follow) from None
     try:
         after = os.fstat(fd)
     except OSError as err:  # pragma: no cover - fstat of an open descriptor does not fail
         os.close(fd)
         raise DRAMetadataError(f"read metadata file {path}: {os_reason(err)}", path=path) from None
-    if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+    if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino) and not stat.S_ISREG(
+        after.st_mode
+    ):
+        # Swapped for a special file between the look and the open (a race no
+        # path-based open can close): refused at once, before anything is read.
         os.close(fd)
-        raise DRAMetadataError(
-            f"{path}: replaced by another file while being opened; read it again", path=path
-        )
+        _check_kind(after, path)
+    # Another regular file is what an atomic rename by the writer leaves: read it.
     return fd
+
+
+def _open_error(err: OSError, path: str, follow: bool) -> DRAMetadataError:
+    """The reader's error for ``err``, met looking at or opening the metadata file ``path``."""
+    if isinstance(err, FileNotFoundError):
+        return MetadataNotFoundError(
+            f"open metadata file: open {path}: no such file or directory", path=path
+        )
+    if err.errno == errno.ELOOP and not follow:  # became a link since it was looked at
+        return SymlinkError(f"{path}: {_SYMLINK_TEXT}", path=path)
+    return DRAMetadataError(f"open metadata file: open {path}: {os_reason(err)}", path=path)
 
 
 def _check_kind(info: os.stat_result, path: str) -> None:
