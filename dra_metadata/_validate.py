@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any, Final, Self
 
 import msgspec
@@ -661,6 +662,9 @@ def _build_acceptor() -> SchemaValidator:
 
     from . import _model as m
 
+    # A container stops at its first bad item: one failure is all the acceptor needs.
+    list_of = partial(cs.list_schema, fail_fast=True)
+    map_of = partial(cs.dict_schema, fail_fast=True)
     text = cs.str_schema()
     maybe_text = cs.nullable_schema(text)
     maybe_bool = cs.nullable_schema(cs.bool_schema())
@@ -687,10 +691,10 @@ def _build_acceptor() -> SchemaValidator:
         "int": cs.int_schema(),
         "version": text,
         "bool": cs.bool_schema(),
-        "ints": cs.list_schema(cs.int_schema(), min_length=1),
-        "strings": cs.list_schema(at_most_bytes(MAX_STRINGS_ELEMENT_BYTES), min_length=1),
-        "bools": cs.list_schema(cs.bool_schema(), min_length=1),
-        "versions": cs.list_schema(text, min_length=1),
+        "ints": list_of(cs.int_schema(), min_length=1),
+        "strings": list_of(at_most_bytes(MAX_STRINGS_ELEMENT_BYTES), min_length=1),
+        "bools": list_of(cs.bool_schema(), min_length=1),
+        "versions": list_of(text, min_length=1),
     }
     if set(members) != set(_ATTRIBUTE_MEMBERS):
         raise AssertionError(f"the attribute members are {_ATTRIBUTE_MEMBERS}")
@@ -707,7 +711,7 @@ def _build_acceptor() -> SchemaValidator:
         m.NetworkDeviceData,
         interface_name=at_most_bytes(MAX_INTERFACE_NAME_BYTES),
         ips=cs.nullable_schema(
-            cs.no_info_after_validator_function(_unique, cs.list_schema(text, max_length=MAX_IPS))
+            cs.no_info_after_validator_function(_unique, list_of(text, max_length=MAX_IPS))
         ),
         hardware_address=at_most_bytes(MAX_HARDWARE_ADDRESS_BYTES),
     )
@@ -717,14 +721,14 @@ def _build_acceptor() -> SchemaValidator:
         driver=name(DNS1123_SUBDOMAIN_CASELESS_PATTERN, MAX_DRIVER_CHARACTERS),
         pool=name(RESOURCE_POOL_NAME_PATTERN, RESOURCE_POOL_NAME_MAX_BYTES),
         name=name(DNS1123_LABEL_PATTERN, DNS1123_LABEL_MAX_BYTES),
-        attributes=cs.nullable_schema(cs.dict_schema(text, attribute, max_length=MAX_ATTRIBUTES)),
+        attributes=cs.nullable_schema(map_of(text, attribute, max_length=MAX_ATTRIBUTES)),
         network_data=cs.nullable_schema(network),
     )
     request = _wire_fields(
         m.DeviceMetadataRequest,
         ("name",),
         name=cs.str_schema(min_length=1),
-        devices=cs.nullable_schema(cs.list_schema(device)),
+        devices=cs.nullable_schema(list_of(device)),
     )
     owner = _wire_fields(
         m.OwnerReference,
@@ -747,7 +751,7 @@ def _build_acceptor() -> SchemaValidator:
         fields_v1=cs.any_schema(),
         subresource=maybe_text,
     )
-    text_map = cs.nullable_schema(cs.dict_schema(text, text))
+    text_map = cs.nullable_schema(map_of(text, text))
     meta = _wire_fields(
         m.ObjectMeta,
         name=maybe_text,
@@ -762,9 +766,9 @@ def _build_acceptor() -> SchemaValidator:
         deletion_grace_period_seconds=cs.nullable_schema(cs.int_schema()),
         labels=text_map,
         annotations=text_map,
-        owner_references=cs.nullable_schema(cs.list_schema(owner)),
-        finalizers=cs.nullable_schema(cs.list_schema(text)),
-        managed_fields=cs.nullable_schema(cs.list_schema(managed)),
+        owner_references=cs.nullable_schema(list_of(owner)),
+        finalizers=cs.nullable_schema(list_of(text)),
+        managed_fields=cs.nullable_schema(list_of(managed)),
     )
     top = _wire_fields(
         m.DeviceMetadata,
@@ -774,7 +778,7 @@ def _build_acceptor() -> SchemaValidator:
         pod_claim_name=cs.nullable_schema(
             cs.str_schema(max_length=DNS1123_LABEL_MAX_BYTES, pattern=DNS1123_LABEL_PATTERN)
         ),
-        requests=cs.nullable_schema(cs.list_schema(request)),
+        requests=cs.nullable_schema(list_of(request)),
     )
     return SchemaValidator(top)
 
