@@ -80,7 +80,8 @@ X="say \\"hi\\""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from itertools import pairwise
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -139,6 +140,8 @@ _REQUEST: Final = "REQUEST"
 _NAME: Final = "NAME"
 _DRIVER: Final = "DRIVER"
 _POOL: Final = "POOL"
+_ATTRIBUTE: Final = "attribute"
+_NETWORK_FIELD: Final = "network field"
 
 
 def env_name(text: str) -> str:
@@ -202,12 +205,29 @@ class Variable(msgspec.Struct, frozen=True, gc=False):
     value: str
     #: The request it belongs to: ``claim 'nic' request 'eth'``.
     source: str
-    #: What in the request, if not the request as a whole: ``device 0 attribute 'uuid'``.
-    detail: str = ""
+    #: The device it describes (its index), or -1 for the request as a whole.
+    device: int = -1
+    #: What of the device or request: ``""``, ``"attribute"`` or ``"network field"``...
+    what: str = ""
+    #: ... and which one (an attribute key, or a variable name part).
+    item: str = ""
+    #: Whether ``item`` is an attribute key (quoted in messages).
+    quoted: bool = False
 
     def origin(self) -> str:
-        """``source`` and ``detail`` in one phrase."""
-        return f"{self.source} {self.detail}" if self.detail else self.source
+        """Where it came from, in one phrase.
+
+        For example ``claim 'nic' request 'eth' device 0 attribute 'uuid'``; built
+        only for messages (a variable holds no text of its own for it).
+        """
+        parts = [self.source]
+        if self.device >= 0:
+            parts.append(f"device {self.device}")
+        if self.what:
+            parts.append(
+                f"{self.what} {self.item!r}" if self.quoted else f"{self.what} {self.item}"
+            )
+        return " ".join(parts)
 
 
 def _network_values(network: NetworkDeviceData | None) -> dict[str, tuple[str, bool]]:
@@ -222,109 +242,108 @@ def _network_values(network: NetworkDeviceData | None) -> dict[str, tuple[str, b
     return found
 
 
-class _Value(msgspec.Struct, frozen=True, gc=False):
-    """One attribute value of one device, ready to print."""
-
-    text: str
-    is_list: bool
-    detail: str
-
-
 def request_variables(prefix: str, source: str, md: DeviceMetadata) -> list[Variable]:
     """The variables of one request directory's (merged) metadata, in output order.
 
     ``prefix`` is the request's full prefix (``DRA_GPU_GPU_``), ``source`` names it
     in messages. Names are not checked for collisions here (see :func:`collect`).
     """
-    devices = [device for _, device in md.devices()]
-    # Per device: attribute key -> (qualified name, value), keys without a value left out.
-    keyed: list[dict[str, tuple[str, AttributeValue]]] = []
+    devices = [device for request in md.requests for device in request.devices]
+    single = len(devices) == 1
+    # Per device: (attribute key, qualified name, value), keys without a value left out.
+    keyed: list[list[tuple[str, str, AttributeValue]]] = []
+    qualified_names: set[str] = set()
     for device in devices:
-        found: dict[str, tuple[str, AttributeValue]] = {}
+        found: list[tuple[str, str, AttributeValue]] = []
+        domain = device.driver + DOMAIN_SEPARATOR
         for key, attribute in device.attributes.items():
             value = attribute.value
             if value is not None:
-                qualified = key if DOMAIN_SEPARATOR in key else device.driver + "/" + key
-                found[key] = (qualified, value)
+                qualified = key if DOMAIN_SEPARATOR in key else domain + key
+                found.append((key, qualified, value))
+                qualified_names.add(qualified)
         keyed.append(found)
-    var_of = _attribute_variable_names({q for found in keyed for q, _ in found.values()})
-    single = len(devices) == 1
-    # Per device: (variable name part, value) in name order (two when two keys share
-    # a name); per name part: its one value on each device, while every device so far
-    # has had exactly one (a scalar unless the request has one device), else None.
-    per_device: list[list[tuple[str, _Value]]] = []
+    var_of = _attribute_variable_names(qualified_names)
+
+    variables: list[Variable] = []
+    add = variables.append
+    add(Variable(prefix + _COUNT, str(len(devices)), source))
+    add(Variable(prefix + _DEVICES, ",".join(device.name for device in devices), source))
+    drivers = ",".join(dict.fromkeys(device.driver for device in devices))
+    add(Variable(prefix + _DRIVERS, drivers, source))
+    names = ",".join(dict.fromkeys(request.name for request in md.requests))
+    add(Variable(prefix + _REQUEST, names, source))
+
+    # Each device's variables are made as its attributes are seen (and its found
+    # list dropped), so that a request of 10,000 devices holds little else. Per
+    # name part: its text on each device while every device so far has had it
+    # exactly once (and a scalar, unless the request has one device), else None.
+    tail: list[Variable] = []
     columns: dict[str, list[str] | None] = {}
-    for index, found in enumerate(keyed):
+    network = [_network_values(device.network_data) for device in devices]
+    for index, device in enumerate(devices):
+        found = keyed[index]
+        keyed[index] = []
+        # (variable name part, key, text, is a list) in name order (two entries
+        # when two keys share a name).
         entries = sorted(
-            (
-                var_of[qualified],
-                key,
-                _Value(
-                    format_value(value),
-                    isinstance(value, tuple),
-                    f"device {index} attribute {key!r}",
-                ),
-            )
-            for key, (qualified, value) in found.items()
+            [
+                (
+                    var_of[qualified],
+                    key,
+                    value if type(value) is str else format_value(value),
+                    type(value) is tuple,
+                )
+                for key, qualified, value in found
+            ]
         )
-        per_device.append([(var, entry) for var, _, entry in entries])
-        counts: dict[str, int] = {}
-        for var, _, _ in entries:
-            counts[var] = counts.get(var, 0) + 1
-        for var, _, entry in entries:
+        at = f"{prefix}{index}_"
+        tail.append(Variable(at + _NAME, device.name, source, index))
+        tail.append(Variable(at + _DRIVER, device.driver, source, index))
+        tail.append(Variable(at + _POOL, device.pool, source, index))
+        previous = ""
+        for position, (var, key, text, is_list) in enumerate(entries):
+            tail.append(Variable(at + var, text, source, index, _ATTRIBUTE, key, True))
             column = columns.get(var, [] if index == 0 else None)
-            if column is not None and len(column) == index:
-                if counts[var] == 1 and (single or not entry.is_list):
-                    column.append(entry.text)
+            if column is not None and len(column) == index and var != previous:
+                following = entries[position + 1][0] if position + 1 < len(entries) else None
+                if following != var and (single or not is_list):
+                    column.append(text)
                 else:
                     column = None
             else:
                 column = None
             columns[var] = column
-    network = [_network_values(device.network_data) for device in devices]
-    network_vars = list(_NETWORK_VARIABLES.values())
-
-    variables: list[Variable] = []
-
-    def add(name: str, value: str, detail: str = "") -> None:
-        variables.append(Variable(prefix + name, value, source, detail))
-
-    add(_COUNT, str(len(devices)))
-    add(_DEVICES, ",".join(device.name for device in devices))
-    add(_DRIVERS, ",".join(dict.fromkeys(device.driver for device in devices)))
-    add(_REQUEST, ",".join(dict.fromkeys(request.name for request in md.requests)))
+            previous = var
+        if device.network_data is not None:
+            for var, (text, _) in network[index].items():
+                tail.append(Variable(at + var, text, source, index, _NETWORK_FIELD, var))
     for var in sorted(columns):  # on every device, once, and a scalar unless only one device
         column = columns[var]
         if column is not None and len(column) == len(devices):
-            add(var, ",".join(column), f"attribute {var}")
-    for var in network_vars:
+            add(Variable(prefix + var, ",".join(column), source, -1, _ATTRIBUTE, var))
+    for var in _NETWORK_VARIABLES.values():
         fields = [found.get(var) for found in network]
         if devices and all(field is not None and (single or not field[1]) for field in fields):
-            add(var, ",".join(field[0] for field in fields if field), f"network field {var}")
-    for index, device in enumerate(devices):
-        at = f"{index}_"
-        add(at + _NAME, device.name, f"device {index}")
-        add(at + _DRIVER, device.driver, f"device {index}")
-        add(at + _POOL, device.pool, f"device {index}")
-        for var, entry in per_device[index]:
-            add(at + var, entry.text, entry.detail)
-        for var in network_vars:
-            field = network[index].get(var)
-            if field is not None:
-                add(at + var, field[0], f"device {index} network field {var}")
+            text = ",".join(field[0] for field in fields if field)
+            add(Variable(prefix + var, text, source, -1, _NETWORK_FIELD, var))
+    variables.extend(tail)
     return variables
 
 
 def _attribute_variable_names(qualified_names: Iterable[str]) -> dict[str, str]:
     """Qualified attribute name -> the variable name part it gets in its request."""
-    split = {name: name.rpartition(DOMAIN_SEPARATOR) for name in qualified_names}
+    split: dict[str, tuple[str, str]] = {}
     short_count: dict[str, int] = {}
-    for _domain, _, local in split.values():
-        short = snake_name(local)
+    for name in qualified_names:
+        domain, _, local = name.rpartition(DOMAIN_SEPARATOR)
+        short = _snake_names.get(local)
+        if short is None:
+            short = _snake_name_cached(local)
+        split[name] = (domain, short)
         short_count[short] = short_count.get(short, 0) + 1
     names: dict[str, str] = {}
-    for name, (domain, _, local) in split.items():
-        short = snake_name(local)
+    for name, (domain, short) in split.items():
         if (
             short
             and short_count[short] == 1
@@ -335,6 +354,19 @@ def _attribute_variable_names(qualified_names: Iterable[str]) -> dict[str, str]:
         else:
             names[name] = env_name(domain) + "_" + short
     return names
+
+
+#: snake_name() of the attribute names seen so far (a request's devices mostly
+#: share them), emptied when it grows past _SNAKE_NAMES_MAX.
+_snake_names: dict[str, str] = {}
+_SNAKE_NAMES_MAX: Final = 4096
+
+
+def _snake_name_cached(local: str) -> str:
+    if len(_snake_names) >= _SNAKE_NAMES_MAX:
+        _snake_names.clear()
+    short = _snake_names[local] = snake_name(local)
+    return short
 
 
 def source_label(kind: str, claim: str, request: str | None) -> str:
@@ -353,8 +385,26 @@ def collect(
     sources map to, and values holding a NUL, are left out. Each problem is one
     error; the variables that remain come back in output order.
     """
+    result: dict[str, str] = {}
+    problems = collect_into(inv, result.update, prefix=prefix)
+    return result, problems
+
+
+def collect_into(
+    inv: Inventory, sink: Callable[[dict[str, str]], object], *, prefix: str = DEFAULT_PREFIX
+) -> list[DRAMetadataError]:
+    """:func:`collect`, handing the variables to ``sink`` a request at a time.
+
+    ``sink`` gets the variables in output order, in one or more dicts; the
+    problems come back as :func:`collect` returns them (files that did not read,
+    then names two sources share, then NUL values). Two requests' names can only
+    meet when one request's prefix starts the other's (``DRA_A_B_`` and
+    ``DRA_A_B_0_``); without such a pair each request is checked on its own and
+    forgotten before the next, so the memory held is one request's, not all of
+    them. With one, every request is checked together.
+    """
     problems: list[DRAMetadataError] = []
-    candidates: list[Variable] = []
+    sources: list[tuple[str, str, DeviceMetadata]] = []
     requests = iter(inv.requests)
     seen: set[tuple[str, str, str]] = set()
     for file in inv.files:  # in walk order, so that problems come in that order too
@@ -372,47 +422,85 @@ def collect(
             continue
         request_prefix = f"{prefix}{env_name(mounted.claim)}_{env_name(mounted.request)}_"
         source = source_label(mounted.kind, mounted.claim, mounted.request)
-        candidates.extend(request_variables(request_prefix, source, mounted.metadata))
-    return _checked(candidates, problems)
+        sources.append((request_prefix, source, mounted.metadata))
+    prefixes = sorted(request_prefix for request_prefix, _, _ in sources)
+    if any(later.startswith(earlier) for earlier, later in pairwise(prefixes)):
+        groups: list[list[tuple[str, str, DeviceMetadata]]] = [sources]
+    else:
+        groups = [[source] for source in sources]
+    shared: list[DRAMetadataError] = []
+    nul: list[DRAMetadataError] = []
+    for group in groups:
+        candidates = [
+            variable
+            for request_prefix, source, md in group
+            for variable in request_variables(request_prefix, source, md)
+        ]
+        sink(_checked(candidates, shared, nul))
+    return problems + shared + nul
 
 
 def _checked(
-    candidates: list[Variable], problems: list[DRAMetadataError]
-) -> tuple[dict[str, str], list[DRAMetadataError]]:
+    candidates: list[Variable],
+    shared_problems: list[DRAMetadataError],
+    nul_problems: list[DRAMetadataError],
+) -> dict[str, str]:
     """Leave out colliding names (one error per pair of sources) and NUL values."""
-    by_name: dict[str, list[Variable]] = {}
+    result: dict[str, str] = {}
+    shared: dict[str, list[Variable]] = {}  # names two or more sources map to
+    nul = False
     for variable in candidates:
-        by_name.setdefault(variable.name, []).append(variable)
-    # One message per pair of colliding sources: a whole request colliding is one line.
+        name = variable.name
+        if name in result or name in shared:
+            shared.setdefault(name, []).append(variable)
+        else:
+            result[name] = variable.value
+            nul = nul or "\x00" in variable.value
+    if shared:
+        for variable in candidates:  # the first source of each shared name
+            if variable.name in shared and variable.name in result:
+                shared[variable.name].insert(0, variable)
+                del result[variable.name]
+        _report_shared(shared, candidates, shared_problems)
+    if nul:
+        for variable in candidates:
+            if "\x00" in variable.value and variable.name in result:
+                del result[variable.name]
+                nul_problems.append(
+                    EnvError(
+                        f"{variable.name}: the value of {variable.origin()} holds a NUL "
+                        "character, which no environment variable can hold"
+                    )
+                )
+    return result
+
+
+def _report_shared(
+    shared: dict[str, list[Variable]],
+    candidates: list[Variable],
+    problems: list[DRAMetadataError],
+) -> None:
+    """One message per pair of colliding sources: a whole request colliding is one line."""
     pairs: dict[tuple[str, str], list[str]] = {}
     firsts: dict[tuple[str, str], tuple[Variable, Variable]] = {}
-    for name, same in by_name.items():
-        if len(same) > 1:
-            key = (same[0].origin(), same[1].origin())
-            if same[0].source != same[1].source:
-                key = (same[0].source, same[1].source)
-            pairs.setdefault(key, []).append(name)
-            firsts.setdefault(key, (same[0], same[1]))
-    for key, names in pairs.items():
+    # In the order the names first came, as they would have been printed.
+    names = dict.fromkeys(variable.name for variable in candidates if variable.name in shared)
+    for name in names:
+        same = shared[name]
+        key = (same[0].origin(), same[1].origin())
+        if same[0].source != same[1].source:
+            key = (same[0].source, same[1].source)
+        pairs.setdefault(key, []).append(name)
+        firsts.setdefault(key, (same[0], same[1]))
+    for key, names_of_pair in pairs.items():
         a, b = firsts[key]
-        more = f" (and {len(names) - 1} more names they share)" if len(names) > 1 else ""
+        count = len(names_of_pair)
+        more = f" (and {count - 1} more names they share)" if count > 1 else ""
         problems.append(
-            EnvError(f"{names[0]}: {a.origin()} and {b.origin()} map to the same name{more}")
-        )
-    result: dict[str, str] = {}
-    for variable in candidates:
-        if len(by_name[variable.name]) > 1:
-            continue
-        if "\x00" in variable.value:
-            problems.append(
-                EnvError(
-                    f"{variable.name}: the value of {variable.origin()} holds a NUL character, "
-                    "which no environment variable can hold"
-                )
+            EnvError(
+                f"{names_of_pair[0]}: {a.origin()} and {b.origin()} map to the same name{more}"
             )
-            continue
-        result[variable.name] = variable.value
-    return result, problems
+        )
 
 
 def env_vars(
@@ -527,19 +615,65 @@ def render(variables: Mapping[str, str], format: Format = "shell") -> tuple[byte
       "B": "x y"
     }
     """
-    if format == "json":
-        return msgspec.json.format(msgspec.json.encode(dict(variables)), indent=2) + b"\n", []
-    lines: list[str] = []
-    refused: list[EnvError] = []
-    for name, value in variables.items():
-        if format == "shell":
-            lines.append(shell_line(name, value))
-        elif format == "dotenv":
-            try:
-                lines.append(dotenv_line(name, value))
-            except EnvError as err:
-                refused.append(err)
-        else:
+    chunks: list[bytes] = []
+    renderer = Renderer(format, chunks.append)
+    renderer.add(variables)
+    refused = renderer.close()
+    return b"".join(chunks), refused
+
+
+#: How many variables :class:`Renderer` turns into text at a time.
+_LINES_PER_WRITE: Final = 2048
+
+
+class Renderer:
+    """:func:`render` a part at a time: each :meth:`add` writes its variables' text.
+
+    The parts written, joined, are exactly what :func:`render` gives for all the
+    variables at once. ``write`` gets UTF-8 bytes.
+
+    >>> parts = []
+    >>> out = Renderer("json", parts.append)
+    >>> out.add({"A": "1"}); out.add({"B": "x y"})
+    >>> out.close(), b"".join(parts) == render({"A": "1", "B": "x y"}, "json")[0]
+    ([], True)
+    """
+
+    def __init__(self, format: Format, write: Callable[[bytes], object]) -> None:  # noqa: A002 - the option's name
+        if format not in FORMATS:
             raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
-    text = "".join(line + "\n" for line in lines)
-    return text.encode("utf-8"), refused
+        self._format = format
+        self._write = write
+        self._refused: list[EnvError] = []
+        self._started = False  # json: whether the opening brace (and a member) is out
+
+    def add(self, variables: Mapping[str, str]) -> None:
+        """Write the lines of ``variables`` (a block of lines per write)."""
+        items = list(variables.items())
+        for start in range(0, len(items), _LINES_PER_WRITE):
+            self._add(items[start : start + _LINES_PER_WRITE])
+
+    def _add(self, items: list[tuple[str, str]]) -> None:
+        lines: list[str] = []
+        if self._format == "shell":
+            lines = [shell_line(name, value) for name, value in items]
+        elif self._format == "dotenv":
+            for name, value in items:
+                try:
+                    lines.append(dotenv_line(name, value))
+                except EnvError as err:
+                    self._refused.append(err)
+        else:
+            encode = msgspec.json.encode
+            members = b",\n  ".join(encode(name) + b": " + encode(value) for name, value in items)
+            self._write((b",\n  " if self._started else b"{\n  ") + members)
+            self._started = True
+            return
+        if lines:
+            self._write(("\n".join(lines) + "\n").encode("utf-8"))
+
+    def close(self) -> list[EnvError]:
+        """Write the end (json's closing brace); return the variables the format refused."""
+        if self._format == "json":
+            self._write(b"\n}\n" if self._started else b"{}\n")
+        return self._refused

@@ -163,15 +163,25 @@ class DeviceAttribute(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
 
         Versions come back as :class:`VersionValue` (a ``str``), lists as tuples.
         """
-        kind = self.kind
-        if kind is None:
-            return None
-        if kind == "version":
+        # The members in ATTRIBUTE_KINDS order, written out: this runs once per
+        # attribute of every device env prints (a test holds it to that order).
+        if self.int is not None:
+            return self.int
+        if self.bool is not None:
+            return self.bool
+        if self.string is not None:
+            return self.string
+        if self.version is not None:
             return VersionValue(self.version)
-        if kind == "versions":
+        if self.ints:
+            return self.ints
+        if self.bools:
+            return self.bools
+        if self.strings:
+            return self.strings
+        if self.versions:
             return tuple(VersionValue(v) for v in self.versions)
-        value: AttributeValue = getattr(self, kind)
-        return value
+        return None
 
 
 class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):

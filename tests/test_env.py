@@ -269,11 +269,19 @@ def test_a_claim_and_a_template_claim_of_one_name_collide(dra_metadata_tree: Met
     assert dm.env_vars(root=root, claim="gpu", prefix="C_")["C_GPU_GPU_0_NAME"] == "x"
 
 
+def checked(
+    candidates: list[_env.Variable],
+) -> tuple[dict[str, str], list[dm.DRAMetadataError]]:
+    """The variables _checked() keeps, and every problem it reports."""
+    problems: list[dm.DRAMetadataError] = []
+    return _env._checked(candidates, problems, problems), problems
+
+
 def test_two_attribute_keys_of_one_name_are_an_error_naming_both() -> None:
     """Keys a.b/x and a-b/x make the same variable: both are named, neither is kept."""
     md = request(gpu("g", **{"a.b/x": A(string="1"), "a-b/x": A(string="2")}))
     found = request_variables("P_", "claim 'c' request 'r'", md)
-    variables, problems = _env._checked(found, [])
+    variables, problems = checked(found)
     assert len(problems) == 1
     message = str(problems[0])
     assert message.startswith("P_0_A_B_X: claim 'c' request 'r' device 0 attribute ")
@@ -286,7 +294,7 @@ def test_two_attribute_keys_of_one_name_are_an_error_naming_both() -> None:
 def test_an_unqualified_and_a_qualified_key_of_one_attribute_collide() -> None:
     """uuid and gpu.example.com/uuid on one device are one attribute twice: an error."""
     md = request(gpu("g", uuid=A(string="1"), **{"gpu.example.com/uuid": A(string="2")}))
-    variables, problems = _env._checked(request_variables("P_", "s", md), [])
+    variables, problems = checked(request_variables("P_", "s", md))
     assert [str(p).split(":")[0] for p in problems] == ["P_0_UUID"]
     assert "P_UUID" not in variables
 
@@ -294,7 +302,7 @@ def test_an_unqualified_and_a_qualified_key_of_one_attribute_collide() -> None:
 def test_a_nul_in_a_value_leaves_that_variable_out_with_an_error() -> None:
     """No environment variable can hold a NUL: the variable is refused, by name, not cut."""
     md = request(gpu("g", model=A(string="A\x00B"), uuid=A(string="u")))
-    variables, problems = _env._checked(request_variables("P_", "claim 'c' request 'r'", md), [])
+    variables, problems = checked(request_variables("P_", "claim 'c' request 'r'", md))
     assert sorted(str(p).split(":")[0] for p in problems) == ["P_0_MODEL", "P_MODEL"]
     assert "holds a NUL character" in str(problems[0])
     assert "P_0_MODEL" not in variables

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 import dra_metadata as dm
+from dra_metadata._model import ATTRIBUTE_KINDS
 
 A = dm.DeviceAttribute
 
@@ -40,6 +41,30 @@ def test_attribute_value_keeps_its_kind(
     assert attribute.kind == kind
     assert attribute.value == value
     assert type(attribute.value) is type(value) or isinstance(attribute.value, dm.VersionValue)
+
+
+SAMPLE_MEMBERS: dict[str, object] = {
+    "int": 7,
+    "bool": True,
+    "string": "s",
+    "version": "1.0.0",
+    "ints": (1,),
+    "bools": (False,),
+    "strings": ("t",),
+    "versions": ("2.0.0",),
+}
+
+
+@pytest.mark.parametrize("first", ATTRIBUTE_KINDS)
+def test_value_is_the_first_member_set_in_go_order(first: str) -> None:
+    """With several members set, value is the one kind names: the first in ATTRIBUTE_KINDS."""
+    later = ATTRIBUTE_KINDS[ATTRIBUTE_KINDS.index(first) :]
+    for other in later:
+        attribute = A(**{kind: SAMPLE_MEMBERS[kind] for kind in {first, other}})  # type: ignore[arg-type]
+        assert attribute.kind == first
+        assert attribute.value == SAMPLE_MEMBERS[first]
+    empty_lists_first = {"ints": (), "strings": (), first: SAMPLE_MEMBERS[first]}
+    assert A(**empty_lists_first).value == SAMPLE_MEMBERS[first]  # type: ignore[arg-type]
 
 
 def test_versions_parse_with_semver_on_demand() -> None:

@@ -85,19 +85,47 @@ def register(commands: Commands) -> None:
 
 
 def _env(args: argparse.Namespace) -> int:
-    from .._env import collect, render
+    from .._env import Renderer, collect_into, render
 
+    inventory = selected_inventory(args)
+    problems: list[DRAMetadataError] = []
     if args.profile:
         from .._profiles import profile_variables
 
-        variables = profile_variables(selected_inventory(args), args.profile)
-        problems: list[DRAMetadataError] = []
+        data, refused = render(profile_variables(inventory, args.profile), args.format)
+        write_stdout(data)
     else:
-        variables, problems = collect(selected_inventory(args), prefix=args.prefix)
-    data, refused = render(variables, args.format)
-    write_stdout(data)
+        # A request at a time, written in blocks: the text of 10,000 files is never
+        # held at once.
+        out = _BlockWriter()
+        renderer = Renderer(args.format, out.write)
+        problems = collect_into(inventory, renderer.add, prefix=args.prefix)
+        refused = renderer.close()
+        out.flush()
     worst = EXIT_OK
     for problem in [*problems, *refused]:
         fail(str(problem))
         worst = max(worst, exit_code_for(problem))
     return worst
+
+
+class _BlockWriter:
+    """Gathers output and hands it to ``write_stdout`` in blocks of about 64 KiB."""
+
+    _BLOCK: Final = 65536
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+        self._size = 0
+
+    def write(self, data: bytes) -> None:
+        self._parts.append(data)
+        self._size += len(data)
+        if self._size >= self._BLOCK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._parts:
+            write_stdout(b"".join(self._parts))
+            self._parts.clear()
+            self._size = 0
