@@ -24,7 +24,7 @@ def main() -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         try:
-            from dra_metadata._cli import main as run
+            from dra_metadata._cli import console_main as run
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # a held SIGINT is raised here
     except KeyboardInterrupt:

@@ -2,6 +2,6 @@
 
 import sys
 
-from ._cli import main
+from ._cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())

@@ -130,3 +130,85 @@ def test_help_documents_the_exit_codes() -> None:
             "65 not decodable, 66 not found, 69 cannot happen here (wait), 74 output not\n"
             "written, 130 interrupted." in done.stdout
         )
+
+
+def _large_tree(root: Path, claims: int) -> None:
+    for i in range(claims):
+        md = dm.DeviceMetadata(
+            requests=(
+                dm.DeviceMetadataRequest(
+                    "gpu",
+                    (
+                        dm.Device(
+                            "gpu.example.com",
+                            "pool",
+                            f"gpu-{i}",
+                            {"uuid": dm.DeviceAttribute(string=f"GPU-{i:032x}")},
+                        ),
+                    ),
+                ),
+            )
+        )
+        directory = root / "resourceclaims" / f"claim-{i}" / "gpu"
+        directory.mkdir(parents=True)
+        (directory / "gpu.example.com-metadata.json").write_bytes(dm.encode(md))
+
+
+@pytest.mark.parametrize("output", ["shell", "dotenv", "json"])
+def test_env_streamed_in_blocks_prints_what_the_library_renders(
+    tmp_path: Path, output: str
+) -> None:
+    """env over 600 claims (several 64 KiB blocks) prints exactly render(env_vars()), to the end."""
+    _large_tree(tmp_path, 600)
+    done = subprocess.run(
+        [sys.executable, "-m", "dra_metadata", "env", "--root", str(tmp_path), "--format", output],
+        capture_output=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        timeout=60,
+    )
+    from dra_metadata._env import render
+
+    expected, _ = render(dm.env_vars(root=tmp_path), output)  # type: ignore[arg-type]
+    assert len(expected) > 3 * 65536
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert done.stdout == expected
+
+
+def test_one_shot_commands_end_without_teardown_and_others_do_not(sample_root: Path) -> None:
+    """From the console entry, a one-shot command skips atexit (fast exit); --version does not."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write('teardown ran\\n'))\n"
+        "from dra_metadata._cli import console_main\n"
+        "sys.argv = ['dra-metadata', *sys.argv[1:]]\n"
+        "sys.exit(console_main())\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    one_shot = subprocess.run(
+        [sys.executable, "-c", code, "ls", "--root", str(sample_root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert one_shot.returncode == 0
+    assert one_shot.stdout.startswith("KIND ")
+    assert "teardown ran" not in one_shot.stderr
+    missing = subprocess.run(
+        [sys.executable, "-c", code, "ls", "--root", str(sample_root / "nope")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert missing.returncode == 66
+    assert missing.stderr.startswith("dra-metadata: ")
+    other = subprocess.run(
+        [sys.executable, "-c", code, "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert other.returncode == 0
+    assert other.stderr == "teardown ran\n"
