@@ -80,13 +80,13 @@ from ._paths import (
     resource_claim_file_path,
     resource_claim_template_file_path,
 )
-from ._publish import ClaimRef, MetadataPublisher
 from ._read import DEFAULT_MAX_SIZE, read_file, read_request_dir
 
 if TYPE_CHECKING:
     from ._lint import RULES as LINT_RULES
     from ._lint import LintProblem, lint
     from ._live import ClaimVariable, LiveFinding, LiveReport, check_live
+    from ._publish import ClaimRef, MetadataPublisher
     from ._schema import json_schema
     from ._topology import Topology, TopologyDevice
     from ._validate import validate
@@ -185,16 +185,14 @@ __all__ = [
 ]
 
 #: Public names loaded on first use, and where they live: watching, linting,
-#: validation and schemas (pydantic) cost nothing until used. This table is the
+#: validation and schemas (pydantic), the live check and the publisher cost
+#: nothing until used. This table is the
 #: package's only lazy mechanism.
 _LAZY: dict[str, tuple[str, str]] = {
     **{
         name: ("_watch", name)
         for name in (
             "MetadataWatcher",
-            "MountedDevice",
-            "MountedFile",
-            "MountedRequest",
             "WatchEvent",
             "WatchEventKind",
             "await_for",
@@ -202,7 +200,6 @@ _LAZY: dict[str, tuple[str, str]] = {
             "has_attribute",
             "has_generation",
             "has_network_data",
-            "inventory",
             "wait_for",
             "watch",
         )
@@ -214,6 +211,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "LiveFinding": ("_live", "LiveFinding"),
     "LiveReport": ("_live", "LiveReport"),
     "check_live": ("_live", "check_live"),
+    "ClaimRef": ("_publish", "ClaimRef"),
+    "MetadataPublisher": ("_publish", "MetadataPublisher"),
     "Topology": ("_topology", "Topology"),
     "TopologyDevice": ("_topology", "TopologyDevice"),
     "validate": ("_validate", "validate"),

@@ -79,7 +79,6 @@ X="say \\"hi\\""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from itertools import pairwise
 from typing import TYPE_CHECKING, Final, Literal
@@ -126,10 +125,9 @@ _ALNUM: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0
 _UPPER: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _LOWER_OR_DIGIT: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _LOWER: Final = frozenset("abcdefghijklmnopqrstuvwxyz")
-#: A run of characters that no shell and no dotenv reader treats specially.
-_PLAIN_TEXT: Final = re.compile(r"[A-Za-z0-9_\-.,/:@+=%]+")
-#: A character that is not ASCII alphanumeric.
-_NOT_ALNUM: Final = re.compile(r"[^A-Za-z0-9]")
+#: Characters that no shell and no dotenv reader treats specially. A value is
+#: made only of them when stripping them all leaves nothing (done in C).
+_PLAIN_CHARS: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.,/:@+=%"
 _NAME_START: Final = _UPPER | frozenset("abcdefghijklmnopqrstuvwxyz_")
 _NAME_CHARS: Final = _NAME_START | frozenset("0123456789")
 
@@ -150,7 +148,7 @@ def env_name(text: str) -> str:
     >>> env_name("gpu.example.com"), env_name("a_b"), env_name("café")
     ('GPU_EXAMPLE_COM', 'A_B', 'CAF_')
     """
-    return _NOT_ALNUM.sub("_", text).upper()
+    return "".join(ch.upper() if ch in _ALNUM else "_" for ch in text)
 
 
 def snake_name(text: str) -> str:
@@ -569,14 +567,14 @@ def env_vars(
 
 def shell_line(name: str, value: str) -> str:
     """``export NAME=value`` for POSIX sh and bash, quoted when needed."""
-    if _PLAIN_TEXT.fullmatch(value):
+    if value and not value.strip(_PLAIN_CHARS):
         return f"export {name}={value}"
     return "export " + name + "='" + value.replace("'", "'\\''") + "'"
 
 
 def dotenv_line(name: str, value: str) -> str:
     """``NAME=value`` in the dotenv syntax of docker compose; raises :class:`EnvError`."""
-    if not value or _PLAIN_TEXT.fullmatch(value):
+    if not value.strip(_PLAIN_CHARS):
         return f"{name}={value}"
     if value.endswith("\\"):
         # python-dotenv takes the backslash and the closing quote for an escaped
