@@ -1,9 +1,9 @@
 """JSON Schemas of the DeviceMetadata wire form, generated from the validation models.
 
-The schema comes from the same pydantic models that :func:`dra_metadata.validate`
-runs through (:mod:`dra_metadata._validate`); their JSON Schema hooks add every rule
-that validation checks and JSON Schema can express, so a document that the schema
-accepts is one that validation accepts. Two differences remain, both in favour of
+The schema comes from the same pydantic models with which :func:`dra_metadata.validate`
+finds errors (:mod:`dra_metadata._validate_models`); their JSON Schema hooks add
+every rule that validation checks and JSON Schema can express, so a document that
+the schema accepts is one that validation accepts. Two differences remain, both in favour of
 the schema being the looser of the two:
 
 * ``maxLength`` counts characters where Go counts UTF-8 bytes (attribute
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic.json_schema import GenerateJsonSchema
 
-from ._validate import DeviceMetadata
+from ._validate_models import DeviceMetadata
 from ._versions import API_VERSIONS, NEWEST, full_version
 
 if TYPE_CHECKING:

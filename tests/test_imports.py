@@ -45,8 +45,16 @@ with contextlib.redirect_stdout(io.StringIO()):
 
 
 def test_validation_loads_pydantic_on_demand() -> None:
-    """validate() is where pydantic gets loaded."""
-    assert "pydantic" in loaded_after("import dra_metadata as dm; dm.validate(dm.DeviceMetadata())")
+    """Validating a valid file loads pydantic_core alone; an object with an error loads pydantic."""
+    path = SAMPLE_ROOT / "resourceclaims" / "train" / "accel" / "gpu.example.com-metadata.json"
+    valid = (
+        "import sys, dra_metadata as dm\n"
+        f"assert dm.validate(dm.read_file({str(path)!r})) == []\n"
+        "assert 'pydantic_core' in sys.modules\n"
+    )
+    assert loaded_after(valid) == []
+    invalid = "import dra_metadata as dm\nassert dm.validate(dm.DeviceMetadata(pod_claim_name='X'))"
+    assert "pydantic" in loaded_after(invalid)
 
 
 def imported(*args: str) -> set[str]:
