@@ -48,6 +48,7 @@ __all__ = [
     "read_bytes",
     "read_fd",
     "read_file",
+    "read_found",
     "read_request_dir",
 ]
 
@@ -175,6 +176,35 @@ def read_bytes(path: str | os.PathLike[str], *, max_size: int = DEFAULT_MAX_SIZE
     fd = open_metadata(name)
     try:
         return read_fd(fd, name, max_size=limit)
+    finally:
+        os.close(fd)
+
+
+def read_found(path: str, *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+    """:func:`read_bytes` of a file a walk found, not one the caller named: no link followed.
+
+    The file is opened relative to its directory with ``O_NOFOLLOW``
+    (:func:`open_metadata`), so a link swapped in after the walk listed the
+    file is a :class:`SymlinkError`, never read.
+    """
+    limit = check_max_size(max_size)
+    directory, name = os.path.split(path)
+    try:
+        dir_fd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    except FileNotFoundError:
+        raise MetadataNotFoundError(
+            f"open metadata file: open {path}: no such file or directory", path=path
+        ) from None
+    except OSError as err:
+        raise DRAMetadataError(
+            f"open metadata file: open {path}: {os_reason(err)}", path=path
+        ) from None
+    try:
+        fd = open_metadata(path, name=name, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    try:
+        return read_fd(fd, path, max_size=limit)
     finally:
         os.close(fd)
 

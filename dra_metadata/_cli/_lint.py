@@ -36,10 +36,13 @@ def register(commands: Commands) -> None:
 def _lint(args: argparse.Namespace) -> int:
     """Lint every file; the exit code is the highest any file earned."""
     from .._lint import lint
-    from .._read import read_bytes
+    from .._read import read_bytes, read_found
+
+    named = set(args.files)
 
     def check(path: str) -> tuple[list[LintProblem], str]:
-        data = read_bytes(path)
+        # A FILE the user named may be a link; one found below a directory is not followed.
+        data = read_bytes(path) if path in named else read_found(path)
         try:
             return lint(data, path=path), "no problems"
         except DecodeError as err:

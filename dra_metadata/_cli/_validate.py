@@ -25,10 +25,15 @@ def register(commands: Commands) -> None:
 def _validate(args: argparse.Namespace) -> int:
     """Validate every file; the exit code is the highest any file earned."""
     from .. import validate
-    from .._read import read_file
+    from .._read import decode_file, read_bytes, read_found
+
+    named = set(args.files)
 
     def check(path: str) -> tuple[list[FieldError], str]:
-        md = read_file(path)
+        # A FILE the user named may be a link; one found below a directory is not followed.
+        data = read_bytes(path) if path in named else read_found(path)
+        md = decode_file(path, data)
+        del data
         return validate(md), f"valid ({md.api_version})"
 
     return check_each(args.files, check)

@@ -269,6 +269,80 @@ def test_read_file_of_a_directory_fails_like_go(tmp_path: Path) -> None:
         dm.read_request_dir(sub)
 
 
+def test_read_found_refuses_a_link(tmp_path: Path) -> None:
+    """A file found by a walk is opened without following a link, a named one with."""
+    from dra_metadata._read import read_bytes, read_found
+
+    target = elsewhere(tmp_path)
+    (tmp_path / "d").mkdir()
+    link = tmp_path / "d" / f"{DRIVER}-metadata.json"
+    link.symlink_to(target)
+    with pytest.raises(dm.SymlinkError):
+        read_found(str(link))
+    assert read_bytes(str(link)) == target.read_bytes()
+
+
+_SWAPPER = """
+import os, sys
+path, regular, link, bad, good = sys.argv[1:]
+while True:
+    os.replace(link, path)  # the metadata file is a link to a file that does not validate
+    os.symlink(bad, link)
+    os.replace(regular, path)  # and a regular, valid file again
+    with open(regular, "wb") as out:
+        out.write(good.encode())
+"""
+
+_VALIDATE_LOOP = """
+import sys
+from dra_metadata._cli import main
+for _ in range(int(sys.argv[2])):
+    main(["validate", sys.argv[1]])
+"""
+
+
+def test_validate_of_a_directory_never_follows_a_link_swapped_in(tmp_path: Path) -> None:
+    """While a real process swaps a link and a file in turn, validate DIR never reads the link.
+
+    Before found files were opened with O_NOFOLLOW, about 1 run in 250 read the link.
+    """
+    bad = tmp_path / "outside" / "bad-metadata.json"
+    bad.parent.mkdir()
+    bad.write_bytes(dm.encode(dm.DeviceMetadata(pod_claim_name="NOT_A_NAME")))
+    path = write_claim(tmp_path / "root", good_bytes())
+    regular = path.parent / ".regular"
+    regular.write_bytes(good_bytes())
+    link = path.parent / ".link"
+    link.symlink_to(bad)
+    swapper = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _SWAPPER,
+            str(path),
+            str(regular),
+            str(link),
+            str(bad),
+            good_bytes().decode(),
+        ]
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _VALIDATE_LOOP, str(tmp_path / "root"), "2500"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+        )
+    finally:
+        swapper.kill()
+        swapper.wait()
+    lines = (done.stdout + done.stderr).splitlines()
+    assert any("valid (" in line for line in lines)  # the walk did read the regular file
+    followed = sum("podClaimName" in line for line in lines)  # the link's target was read
+    assert followed == 0, f"{followed} of 2500 runs followed the link"
+
+
 # --- C: FIFOs and devices are never opened ------------------------------------------------
 
 
