@@ -424,10 +424,15 @@ class DeviceMetadata(
             if "fieldsV1" in entry:
                 try:
                     entry["fieldsV1"] = msgspec.json.decode(entry["fieldsV1"])
-                except RecursionError:  # Go allows 10000 levels, Python objects fewer
+                except RecursionError:  # deeper than Python's recursion limit lets msgspec go
                     raise DecodeError(
                         f"metadata.managedFields[{index}].fieldsV1 is nested too deeply to "
                         "become Python objects; encode() still writes it"
+                    ) from None
+                except msgspec.DecodeError as err:  # a number no float holds (1e400), kept by Go
+                    raise DecodeError(
+                        f"metadata.managedFields[{index}].fieldsV1 cannot become Python "
+                        f"objects ({err}); encode() still writes it"
                     ) from None
         return body
 

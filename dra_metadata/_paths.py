@@ -64,8 +64,19 @@ def default_root() -> str:
 
 
 def root_path(root: RootArg) -> str:
-    """``root`` as a path, or :func:`default_root` when it is ``None``."""
-    return default_root() if root is None else os.fspath(root)
+    """``root`` as a path, or :func:`default_root` when it is ``None``.
+
+    A root that is not text (``bytes``, a number) is a :class:`TypeError` saying so.
+    """
+    if root is None:
+        return default_root()
+    try:
+        top = os.fspath(root)
+    except TypeError:
+        top = root  # type: ignore[assignment] # not path-like: named below
+    if not isinstance(top, str):
+        raise TypeError(f"root must be a str or os.PathLike[str], not {type(top).__name__}")
+    return top
 
 
 def check_name(kind: str, name: object) -> str:

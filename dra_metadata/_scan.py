@@ -11,7 +11,8 @@ opened relative to its parent's descriptor with ``O_NOFOLLOW``, so a link
 swapped in while the walk runs is refused too. A link where a claim, request
 or metadata file should be is reported as an :class:`Entry` with an error, as is
 a file that does not decode; other names are ignored, as Go's glob ignores
-them. Metadata files are opened non-blocking, so a FIFO cannot hang the walk.
+them. A metadata file is looked at before it is opened, so a FIFO or a device is
+refused without ever being opened.
 
 Entries come sorted: claims before templates, then by claim, request and file
 name in byte order (the order Go merges a request's files in).
@@ -34,7 +35,6 @@ import msgspec
 from ._errors import (
     DRAMetadataError,
     InvalidNameError,
-    MetadataNotFoundError,
     SymlinkError,
     os_reason,
 )
@@ -51,7 +51,7 @@ from ._paths import (
     request_base,
     root_path,
 )
-from ._read import DEFAULT_MAX_SIZE, decode_file, merge, read_fd
+from ._read import DEFAULT_MAX_SIZE, check_max_size, decode_file, merge, open_metadata, read_fd
 
 __all__ = ["KINDS", "ClaimKind", "Entry", "group", "merged", "scan"]
 
@@ -65,7 +65,6 @@ KINDS: Final[tuple[tuple[ClaimKind, str], ...]] = (
 
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
-_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
 
 
 class Entry(msgspec.Struct, frozen=True):
@@ -104,6 +103,7 @@ def scan(
     Problems with single files or directories do not raise: they are entries
     with an ``error``.
     """
+    check_max_size(max_size)  # before anything is looked at, even an empty root
     if claim is not None:
         if kind is None:
             raise ValueError("scan(): a claim name needs its kind")
@@ -221,21 +221,8 @@ class _Walker:
                 self.entries.append(Entry(kind, claim, request, driver, file_path, metadata=md))
 
     def _read(self, dir_fd: int, name: str, path: str) -> DeviceMetadata:
-        try:
-            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
-        except FileNotFoundError:
-            raise MetadataNotFoundError(
-                f"open metadata file: open {path}: no such file or directory", path=path
-            ) from None
-        except OSError as err:
-            if err.errno == errno.ELOOP or _is_symlink(dir_fd, name):
-                raise SymlinkError(
-                    f"{path}: is a symbolic link; links below the metadata root are not followed",
-                    path=path,
-                ) from None
-            raise DRAMetadataError(
-                f"open metadata file: open {path}: {os_reason(err)}", path=path
-            ) from None
+        # Looked at before it is opened (a FIFO or device never is), never followed.
+        fd = open_metadata(path, name=name, dir_fd=dir_fd)
         try:
             return decode_file(path, read_fd(fd, path, max_size=self.max_size))
         finally:

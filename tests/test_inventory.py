@@ -129,3 +129,20 @@ def test_an_unsafe_root_is_a_name_error() -> None:
     """A root with a NUL is refused as a bad argument."""
     with pytest.raises(dm.InvalidNameError):
         dm.inventory("/tmp/x\x00y")
+
+
+@pytest.mark.parametrize("root", [b"examples/dra-device-attributes", 5])
+def test_a_root_that_is_not_text_is_a_type_error_saying_so(root: object) -> None:
+    """inventory(b"...") and env_vars(root=5) raise our TypeError, not a raw mixing error."""
+    with pytest.raises(TypeError, match=r"root must be a str or os\.PathLike\[str\], not "):
+        dm.inventory(root)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="root must be a str"):
+        dm.env_vars(root=root)  # type: ignore[arg-type]
+
+
+def test_max_size_none_is_a_type_error_even_for_a_missing_root(tmp_path: Path) -> None:
+    """max_size=None is refused at the call, before the walk finds nothing to read."""
+    with pytest.raises(TypeError, match="max_size must be an int"):
+        dm.inventory(tmp_path / "missing", max_size=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="max_size must be an int"):
+        dm.inventory(tmp_path, max_size=None)  # type: ignore[arg-type]

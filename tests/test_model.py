@@ -224,3 +224,12 @@ def test_fields_v1_too_deep_for_python_is_a_decode_error_not_a_recursion_error()
     md = dm.DeviceMetadata(metadata=dm.ObjectMeta(name="c", managed_fields=(entry,)))
     with pytest.raises(dm.DecodeError, match=TOO_DEEP):
         md.to_dict()
+
+
+def test_to_dict_of_a_fieldsv1_number_no_float_holds_is_a_decode_error() -> None:
+    """A fieldsV1 number like 1e400 (Go keeps it raw) is our DecodeError; encode() writes it."""
+    entry = dm.ManagedFieldsEntry(manager="m", fields_v1='{"f:x":1e400}')
+    md = dm.DeviceMetadata(metadata=dm.ObjectMeta(name="c", managed_fields=(entry,)))
+    with pytest.raises(dm.DecodeError, match=r"fieldsV1 cannot become Python objects"):
+        md.to_dict()
+    assert b"1e400" in dm.encode(md)

@@ -399,11 +399,6 @@ def test_fifo_is_refused_without_being_opened_by_readers(fifo_claim: tuple[Path,
         writer.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the layout walk (_scan.py, not ours) opens the FIFO before fstat refuses it; "
-    "fixed by calling _read.open_metadata in _scan._Walker._read",
-)
 def test_fifo_is_refused_without_being_opened_by_the_walk(fifo_claim: tuple[Path, Path]) -> None:
     """show, ls and read_resource_claim refuse a FIFO below the root without opening it."""
     root, fifo = fifo_claim
