@@ -79,7 +79,7 @@ X="say \\"hi\\""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import pairwise
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -90,6 +90,7 @@ from ._model import (
     DOMAIN_SEPARATOR,
     NETWORK_FIELDS,
     AttributeValue,
+    Device,
     DeviceMetadata,
     NetworkDeviceData,
 )
@@ -246,62 +247,55 @@ def request_variables(prefix: str, source: str, md: DeviceMetadata) -> list[Vari
     ``prefix`` is the request's full prefix (``DRA_GPU_GPU_``), ``source`` names it
     in messages. Names are not checked for collisions here (see :func:`collect`).
     """
+    _, parts = _request_parts(prefix, source, md)
+    return [variable for part in parts for variable in part]
+
+
+#: Up to this many devices, a request's per-device work is kept between the pass
+#: that finds the variables every device shares and the one that writes each
+#: device's; above it, it is done again, so a request of 100,000 devices never
+#: holds more than one device's variables at a time.
+_KEEP_DEVICES: Final = 256
+
+#: (variable name part, attribute key, text, is a list), in name order.
+_Entry = tuple[str, str, str, bool]
+
+
+def _request_parts(
+    prefix: str, source: str, md: DeviceMetadata
+) -> tuple[bool, Iterator[list[Variable]]]:
+    """A request's variables in output order, in parts, and whether the parts are independent.
+
+    The first part is the request's own (count, devices, drivers, request name,
+    the attributes and network fields every device has), then one part per
+    device (``<i>_NAME``, ...). Parts are independent (no name of one can be a
+    name of another) when no attribute's name part starts with a digit: a
+    device's names are then ``<i>_`` followed by a letter, which no other
+    device and no request-wide name can spell.
+    """
     devices = [device for request in md.requests for device in request.devices]
     single = len(devices) == 1
-    # Per device: (attribute key, qualified name, value), keys without a value left out.
-    keyed: list[list[tuple[str, str, AttributeValue]]] = []
+    keep = len(devices) <= _KEEP_DEVICES
+    kept_found: list[list[tuple[str, str, AttributeValue]]] = []
     qualified_names: set[str] = set()
     for device in devices:
-        found: list[tuple[str, str, AttributeValue]] = []
-        domain = device.driver + DOMAIN_SEPARATOR
-        for key, attribute in device.attributes.items():
-            value = attribute.value
-            if value is not None:
-                qualified = key if DOMAIN_SEPARATOR in key else domain + key
-                found.append((key, qualified, value))
-                qualified_names.add(qualified)
-        keyed.append(found)
+        found = _attribute_values(device)
+        qualified_names.update(qualified for _, qualified, _ in found)
+        if keep:
+            kept_found.append(found)
     var_of = _attribute_variable_names(qualified_names)
+    independent = not any(part[:1].isdigit() for part in var_of.values())
 
-    variables: list[Variable] = []
-    add = variables.append
-    add(Variable(prefix + _COUNT, str(len(devices)), source))
-    add(Variable(prefix + _DEVICES, ",".join(device.name for device in devices), source))
-    drivers = ",".join(dict.fromkeys(device.driver for device in devices))
-    add(Variable(prefix + _DRIVERS, drivers, source))
-    names = ",".join(dict.fromkeys(request.name for request in md.requests))
-    add(Variable(prefix + _REQUEST, names, source))
-
-    # Each device's variables are made as its attributes are seen (and its found
-    # list dropped), so that a request of 10,000 devices holds little else. Per
-    # name part: its text on each device while every device so far has had it
+    # Per name part: its text on each device while every device so far has had it
     # exactly once (and a scalar, unless the request has one device), else None.
-    tail: list[Variable] = []
     columns: dict[str, list[str] | None] = {}
-    network = [_network_values(device.network_data) for device in devices]
+    network_columns: dict[str, list[str] | None] = {var: [] for var in _NETWORK_VARIABLES.values()}
+    kept_entries: list[list[_Entry]] = []
+    kept_network: list[dict[str, tuple[str, bool]]] = []
     for index, device in enumerate(devices):
-        found = keyed[index]
-        keyed[index] = []
-        # (variable name part, key, text, is a list) in name order (two entries
-        # when two keys share a name).
-        entries = sorted(
-            [
-                (
-                    var_of[qualified],
-                    key,
-                    value if type(value) is str else format_value(value),
-                    type(value) is tuple,
-                )
-                for key, qualified, value in found
-            ]
-        )
-        at = f"{prefix}{index}_"
-        tail.append(Variable(at + _NAME, device.name, source, index))
-        tail.append(Variable(at + _DRIVER, device.driver, source, index))
-        tail.append(Variable(at + _POOL, device.pool, source, index))
+        entries = _entries(kept_found[index] if keep else _attribute_values(device), var_of)
         previous = ""
-        for position, (var, key, text, is_list) in enumerate(entries):
-            tail.append(Variable(at + var, text, source, index, _ATTRIBUTE, key, True))
+        for position, (var, _, text, is_list) in enumerate(entries):
             column = columns.get(var, [] if index == 0 else None)
             if column is not None and len(column) == index and var != previous:
                 following = entries[position + 1][0] if position + 1 < len(entries) else None
@@ -313,20 +307,86 @@ def request_variables(prefix: str, source: str, md: DeviceMetadata) -> list[Vari
                 column = None
             columns[var] = column
             previous = var
-        if device.network_data is not None:
-            for var, (text, _) in network[index].items():
-                tail.append(Variable(at + var, text, source, index, _NETWORK_FIELD, var))
+        network = _network_values(device.network_data)
+        for var, network_column in network_columns.items():
+            if network_column is not None:
+                field = network.get(var)
+                if field is None or (field[1] and not single):
+                    network_columns[var] = None
+                else:
+                    network_column.append(field[0])
+        if keep:
+            kept_entries.append(entries)
+            kept_network.append(network)
+
+    head = [
+        Variable(prefix + _COUNT, str(len(devices)), source),
+        Variable(prefix + _DEVICES, ",".join(device.name for device in devices), source),
+        Variable(
+            prefix + _DRIVERS, ",".join(dict.fromkeys(device.driver for device in devices)), source
+        ),
+        Variable(
+            prefix + _REQUEST,
+            ",".join(dict.fromkeys(request.name for request in md.requests)),
+            source,
+        ),
+    ]
     for var in sorted(columns):  # on every device, once, and a scalar unless only one device
         column = columns[var]
         if column is not None and len(column) == len(devices):
-            add(Variable(prefix + var, ",".join(column), source, -1, _ATTRIBUTE, var))
-    for var in _NETWORK_VARIABLES.values():
-        fields = [found.get(var) for found in network]
-        if devices and all(field is not None and (single or not field[1]) for field in fields):
-            text = ",".join(field[0] for field in fields if field)
-            add(Variable(prefix + var, text, source, -1, _NETWORK_FIELD, var))
-    variables.extend(tail)
-    return variables
+            head.append(Variable(prefix + var, ",".join(column), source, -1, _ATTRIBUTE, var))
+    for var, network_column in network_columns.items():
+        if devices and network_column is not None:
+            text = ",".join(network_column)
+            head.append(Variable(prefix + var, text, source, -1, _NETWORK_FIELD, var))
+
+    def parts() -> Iterator[list[Variable]]:
+        yield head
+        for index, device in enumerate(devices):
+            if keep:
+                entries, network = kept_entries[index], kept_network[index]
+            else:
+                entries = _entries(_attribute_values(device), var_of)
+                network = _network_values(device.network_data)
+            at = f"{prefix}{index}_"
+            part = [
+                Variable(at + _NAME, device.name, source, index),
+                Variable(at + _DRIVER, device.driver, source, index),
+                Variable(at + _POOL, device.pool, source, index),
+            ]
+            for var, key, text, _ in entries:
+                part.append(Variable(at + var, text, source, index, _ATTRIBUTE, key, True))
+            for var, (text, _) in network.items():
+                part.append(Variable(at + var, text, source, index, _NETWORK_FIELD, var))
+            yield part
+
+    return independent, parts()
+
+
+def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
+    """(attribute key, qualified name, value) of a device's attributes that have a value."""
+    found: list[tuple[str, str, AttributeValue]] = []
+    domain = device.driver + DOMAIN_SEPARATOR
+    for key, attribute in device.attributes.items():
+        value = attribute.value
+        if value is not None:
+            found.append((key, key if DOMAIN_SEPARATOR in key else domain + key, value))
+    return found
+
+
+def _entries(found: list[tuple[str, str, AttributeValue]], var_of: dict[str, str]) -> list[_Entry]:
+    """A device's attribute variables in name order (two entries when two keys share a name)."""
+    return sorted(
+        [
+            (
+                var_of[qualified],
+                key,
+                value if type(value) is str else format_value(value),
+                type(value) is tuple,
+            )
+            for key, qualified, value in found
+        ]
+    )
 
 
 def _attribute_variable_names(qualified_names: Iterable[str]) -> dict[str, str]:
@@ -429,12 +489,15 @@ def collect_into(
     shared: list[DRAMetadataError] = []
     nul: list[DRAMetadataError] = []
     for group in groups:
-        candidates = [
-            variable
-            for request_prefix, source, md in group
-            for variable in request_variables(request_prefix, source, md)
+        planned = [
+            _request_parts(request_prefix, source, md) for request_prefix, source, md in group
         ]
-        sink(_checked(candidates, shared, nul))
+        if len(planned) == 1 and planned[0][0]:  # checked a part at a time
+            for part in planned[0][1]:
+                sink(_checked(part, shared, nul))
+        else:
+            candidates = [variable for _, parts in planned for part in parts for variable in part]
+            sink(_checked(candidates, shared, nul))
     return problems + shared + nul
 
 

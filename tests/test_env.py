@@ -9,13 +9,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import dra_metadata as dm
 from dra_metadata import _env
 from dra_metadata._env import dotenv_line, env_name, render, request_variables, snake_name
 from dra_metadata.testing import MetadataTree
+from tests import strategies
 from tests.conftest import SAMPLE_ROOT
 
 A = dm.DeviceAttribute
@@ -497,3 +498,55 @@ def test_json_output_is_one_object_in_order() -> None:
     text, refused = render(wanted, "json")
     assert refused == []
     assert list(json.loads(text).items()) == list(wanted.items())
+
+
+def _checked_in_parts(md: dm.DeviceMetadata) -> tuple[dict[str, str], list[str]]:
+    """A request checked a part at a time, as collect_into() does when parts are independent."""
+    _, parts = _env._request_parts("P_", "claim 'c' request 'r'", md)
+    shared: list[dm.DRAMetadataError] = []
+    nul: list[dm.DRAMetadataError] = []
+    result: dict[str, str] = {}
+    for part in parts:
+        result.update(_env._checked(part, shared, nul))
+    return result, [str(problem) for problem in shared + nul]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.metadata)
+def test_independent_parts_checked_alone_give_what_checking_all_gives(
+    md: dm.DeviceMetadata,
+) -> None:
+    """Independent parts checked alone give the variables and problems of one check over all."""
+    independent, _ = _env._request_parts("P_", "claim 'c' request 'r'", md)
+    assume(independent)
+    variables, problems = checked(request_variables("P_", "claim 'c' request 'r'", md))
+    assert _checked_in_parts(md) == (variables, [str(problem) for problem in problems])
+
+
+def test_a_name_part_starting_with_a_digit_makes_parts_dependent() -> None:
+    """Domain 1x.example.com qualifies uuid as 1X_EXAMPLE_COM_UUID: one check over the request."""
+    md = request(
+        gpu("g", uuid=A(string="a"), **{"1x.example.com/uuid": A(string="b")}),
+        gpu("h", uuid=A(string="c"), **{"1x.example.com/uuid": A(string="d")}),
+    )
+    independent, _ = _env._request_parts("P_", "s", md)
+    assert not independent
+    variables, problems = checked(request_variables("P_", "s", md))
+    assert variables["P_1_1X_EXAMPLE_COM_UUID"] == "d"
+    assert problems == []
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.metadata)
+def test_a_request_of_many_devices_redone_per_device_gives_the_same_variables(
+    md: dm.DeviceMetadata,
+) -> None:
+    """Above _KEEP_DEVICES the per-device work is done again: the same variables, in order."""
+    kept = request_variables("P_", "s", md)
+    saved = _env._KEEP_DEVICES
+    _env._KEEP_DEVICES = 0  # type: ignore[misc] # the threshold, lowered for this test
+    try:
+        redone = request_variables("P_", "s", md)
+    finally:
+        _env._KEEP_DEVICES = saved  # type: ignore[misc]
+    assert redone == kept
