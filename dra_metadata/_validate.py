@@ -10,8 +10,7 @@ models, which find Go's errors, paths and texts.
 
 This module needs ``pydantic_core`` only. The models, and with them ``pydantic``,
 are imported when the acceptor fails an object, so validating a valid file never
-loads pydantic. The models' names can be reached from here as well
-(``_validate.DeviceMetadata``); that loads them.
+loads pydantic.
 
 This module is imported lazily: ``import dra_metadata`` does not load it.
 """
@@ -48,45 +47,8 @@ if TYPE_CHECKING:
     from pydantic_core import CoreSchema, SchemaValidator
 
     from ._model import DeviceMetadata as ModelDeviceMetadata
-    from ._validate_models import (
-        Device,
-        DeviceAttribute,
-        DeviceMetadata,
-        DeviceMetadataRequest,
-        ManagedFieldsEntry,
-        NetworkDeviceData,
-        ObjectMeta,
-        OwnerReference,
-        WireModel,
-    )
 
-__all__ = [
-    "Device",
-    "DeviceAttribute",
-    "DeviceMetadata",
-    "DeviceMetadataRequest",
-    "ManagedFieldsEntry",
-    "NetworkDeviceData",
-    "ObjectMeta",
-    "OwnerReference",
-    "WireModel",
-    "validate",
-    "validate_wire",
-]
-
-#: The models' names that this module hands on from :mod:`._validate_models`.
-_MODEL_NAMES: Final = frozenset(__all__) - {"validate", "validate_wire"}
-
-
-def __getattr__(name: str) -> object:
-    """A model's name loads the models (and pydantic) on first use."""
-    if name in _MODEL_NAMES:
-        from . import _validate_models
-
-        value = getattr(_validate_models, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["validate", "validate_wire"]
 
 
 # --------------------------------------------------------------------------- acceptor

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 import dra_metadata as dm
-from dra_metadata import _gojson, _lint, _model, _validate, _versions
+from dra_metadata import _gojson, _lint, _model, _validate_models, _versions
 
 PACKAGE = Path(dm.__file__).parent
 
@@ -35,14 +35,14 @@ def code_strings(path: Path) -> Iterator[str]:
 
 #: Each model Struct and the pydantic validation model of the same wire object.
 PAIRS = [
-    (dm.DeviceMetadata, _validate.DeviceMetadata),
-    (dm.ObjectMeta, _validate.ObjectMeta),
-    (dm.OwnerReference, _validate.OwnerReference),
-    (dm.ManagedFieldsEntry, _validate.ManagedFieldsEntry),
-    (dm.DeviceMetadataRequest, _validate.DeviceMetadataRequest),
-    (dm.Device, _validate.Device),
-    (dm.DeviceAttribute, _validate.DeviceAttribute),
-    (dm.NetworkDeviceData, _validate.NetworkDeviceData),
+    (dm.DeviceMetadata, _validate_models.DeviceMetadata),
+    (dm.ObjectMeta, _validate_models.ObjectMeta),
+    (dm.OwnerReference, _validate_models.OwnerReference),
+    (dm.ManagedFieldsEntry, _validate_models.ManagedFieldsEntry),
+    (dm.DeviceMetadataRequest, _validate_models.DeviceMetadataRequest),
+    (dm.Device, _validate_models.Device),
+    (dm.DeviceAttribute, _validate_models.DeviceAttribute),
+    (dm.NetworkDeviceData, _validate_models.NetworkDeviceData),
 ]
 
 
@@ -69,7 +69,7 @@ def test_every_reader_of_versions_follows_the_list() -> None:
 
 @pytest.mark.parametrize(("struct", "model"), PAIRS, ids=lambda cls: cls.__name__)
 def test_validation_models_have_exactly_the_structs_fields_in_order(
-    struct: type[msgspec.Struct], model: type[_validate.WireModel]
+    struct: type[msgspec.Struct], model: type[_validate_models.WireModel]
 ) -> None:
     """The pydantic models declare rules for the Structs' fields, no more, no fewer."""
     aliases = tuple(field.alias or name for name, field in model.model_fields.items())

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dra_metadata import _formats, _validate, _validate_models
+from dra_metadata import _formats
 from dra_metadata._errors import VALUE_OMITTED, ErrorType, FieldError
 from dra_metadata._validate import validate_wire
 from dra_metadata._validate_models import (
@@ -362,14 +362,6 @@ def test_dedupe_drops_repeated_texts() -> None:
     same_text = FieldError("a", ErrorType.INVALID, "x", "bad", origin="other")
     other = FieldError("a", ErrorType.INVALID, "y", "bad")
     assert dedupe([first, same_text, other, first]) == [first, other]
-
-
-def test_the_models_are_reachable_through_validate() -> None:
-    """_validate hands on each model class of _validate_models, and no other name."""
-    for name in sorted(_validate._MODEL_NAMES):
-        assert getattr(_validate, name) is getattr(_validate_models, name)
-    with pytest.raises(AttributeError):
-        _validate.dedupe  # noqa: B018  (the attribute lookup is the test)
 
 
 def test_wrong_json_types_raise_type_error() -> None:
