@@ -8,6 +8,7 @@ below the root, wrong argument types.
 from __future__ import annotations
 
 import json
+import json.scanner
 import os
 import subprocess
 import sys
@@ -78,6 +79,23 @@ def deep_file(root: Path, depth: int) -> Path:
     return write_claim(root, data)
 
 
+def loads_deep(text: str, depth: int) -> Any:
+    """``json.loads`` for text nested ``depth`` levels, on every Python.
+
+    The C scanner's recursion is bounded by the interpreter's C stack guard from
+    3.12 on, which ``sys.setrecursionlimit`` does not raise; the standard
+    library's pure-Python scanner is bounded by the recursion limit alone.
+    """
+    decoder = json.JSONDecoder()
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(4 * depth + 1000)
+    try:
+        return decoder.decode(text)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def fields_depth(value: object) -> int:
     """How many ``f:a`` levels a parsed ``fieldsV1`` has."""
     depth = 0
@@ -97,12 +115,7 @@ def test_show_driver_writes_fields_v1_as_deep_as_go_accepts(tmp_path: Path, dept
     done = run("--root", str(tmp_path), "show", "--claim", "c", "--driver", DRIVER)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(depth + 1000)
-    try:
-        shown = json.loads(done.stdout)
-    finally:
-        sys.setrecursionlimit(limit)
+    shown = loads_deep(done.stdout, depth)
     assert fields_depth(shown["metadata"]["managedFields"][0]["fieldsV1"]) == depth
     assert shown["requests"] == [
         {"name": "r", "devices": [{"driver": DRIVER, "pool": "p", "name": "d"}]}
