@@ -518,7 +518,11 @@ def _wire_of(encoded: bytes) -> dict[str, Any]:
 def _first_difference(a: object, b: object, where: str) -> str | None:
     """The Go-style path of the first place where two wire bodies differ, or None."""
     if isinstance(a, dict) and isinstance(b, dict):
-        for key in list(a) + [key for key in b if key not in a]:
+        if where.endswith(_MAPS):  # a Go map: its keys in Go's (sorted) order, whatever was read
+            keys = sorted(a.keys() | b.keys())
+        else:
+            keys = list(a) + [key for key in b if key not in a]
+        for key in keys:
             if key not in a or key not in b:
                 return _join(where, key)
             found = _first_difference(a[key], b[key], _join(where, key))
@@ -534,9 +538,13 @@ def _first_difference(a: object, b: object, where: str) -> str | None:
     return None if a == b and type(a) is type(b) else where
 
 
+#: The wire fields that are Go maps (their keys print as ``[key]``).
+_MAPS: Final = ("attributes", "labels", "annotations")
+
+
 def _join(where: str, key: str) -> str:
-    # Map keys (attributes, labels, annotations) print as [key]; struct fields as .field.
-    if where.endswith(("attributes", "labels", "annotations")):
+    # Map keys print as [key]; struct fields as .field.
+    if where.endswith(_MAPS):
         return f"{where}[{key}]"
     return f"{where}.{key}" if where else key
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import dra_metadata as dm
@@ -38,8 +38,21 @@ def compact(stream: bytes) -> bytes:
     return b"\n".join(entries) + b"\n"
 
 
+#: Found by this test on 3.12: two attributes differ, and the first difference named
+#: must be the one of Go's (sorted) key order, "" before the other key.
+MAP_ORDER_CASE = (
+    b'{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1beta1","metadata":{},'
+    b'"requests":[{"name":"r","devices":[{"driver":"gpu.example.com","pool":"0","name":"0",'
+    b'"attributes":{"\\ud9c5\\udd30e":{"bool":false},"":{"bool":false}}}]}]}\n'
+    b'{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1alpha1","metadata":{},'
+    b'"requests":[{"name":"r","devices":[{"driver":"gpu.example.com","pool":"0","name":"0",'
+    b'"attributes":{"\\ud9c5\\udd30e":{},"":{"bool":null}}}]}]}\n'
+)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(mutated_streams(), damaged_streams()))
+@example(MAP_ORDER_CASE)
 def test_fast_lint_agrees_with_the_exact_path(data: bytes) -> None:
     """On generated, mutated and damaged streams lint() answers exactly as lint_exact()."""
     assert outcome(data, exact=False) == outcome(data, exact=True)
