@@ -166,7 +166,10 @@ with open("/proc/self/status") as status:
 sys.stderr.write("VmHWM " + peak + "\\n")
 sys.exit(code)
 """
-CLI_PEAK = _REPORT_PEAK.format(body="from dra_metadata._cli import main\ncode = main(sys.argv[1:])")
+#: As the console script runs a one-shot command: with the garbage collector off.
+CLI_PEAK = _REPORT_PEAK.format(
+    body="import gc\ngc.disable()\nfrom dra_metadata._cli import main\ncode = main(sys.argv[1:])"
+)
 IMPORT_PEAK = _REPORT_PEAK.format(body="import dra_metadata\ncode = 0")
 
 
