@@ -112,8 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ...       "--request", "r"])
     66
     """
-    reserve_standard_streams()
     try:
+        reserve_standard_streams()
         return _run(sys.argv[1:] if argv is None else list(argv))
     except KeyboardInterrupt:
         fail("interrupted")
@@ -143,6 +143,9 @@ def console_main() -> int:
                     stream.flush()
         except (OSError, ValueError):
             return code
+        except KeyboardInterrupt:  # after the command's own handler: the same answer
+            fail("interrupted")
+            return EXIT_INTERRUPTED
         os._exit(code)
     return code
 

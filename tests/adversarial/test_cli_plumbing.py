@@ -215,8 +215,9 @@ def _interrupt_early(args: tuple[str, ...], runs: int, latest: float) -> list[st
     """Run the command ``runs`` times, each sent SIGINT at a random time up to ``latest`` s.
 
     Returns a description of every run that broke a promise: a crash, partial
-    output, a traceback from the package's own code, an exit code other than 0
-    (it finished) or 130 (interrupted), or more than our one line on stderr.
+    output with exit 0, output that is not a prefix of the real output with exit
+    130, a traceback from the package's own code, an exit code other than 0 (it
+    finished) or 130 (interrupted), or more than our one line on stderr.
     A SIGINT that lands before the entry point has blocked it meets only the
     interpreter's own start-up; such runs (ended by the signal, or by its
     KeyboardInterrupt in start-up code) are accepted. Python 3.13 can also report
@@ -248,7 +249,9 @@ def _interrupt_early(args: tuple[str, ...], runs: int, latest: float) -> list[st
             if out != complete:
                 broken.append(f"run {index}: partial output {out[:80]!r}")
         elif process.returncode == 130:
-            if text != "dra-metadata: interrupted\n" or out:
+            # Interrupted while (or after) writing: what was written is the start of
+            # the real output, never anything else; exit 130 tells the caller to drop it.
+            if text != "dra-metadata: interrupted\n" or not complete.startswith(out):
                 broken.append(f"run {index}: {text!r} {out[:80]!r}")
         elif process.returncode not in (-signal.SIGINT, 1) or (
             process.returncode == 1 and not (frames or in_startup)
