@@ -864,43 +864,73 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.extend(decode_rows(devices, rounds, batch, args.breakdown))
     rows.extend(import_rows(import_runs, args.breakdown))
     rows.extend(cli_rows(import_runs, args.breakdown))
-    checked = [row for row in rows if row.ok is not None]
-    missed = [row for row in checked if not row.ok]
+    legend = (
+        "times: best batch per call (decode) or median process wall time (import, env); "
+        "ratio: ours/baseline, except pydantic/decode (a speed-up)"
+    )
+    return report(
+        rows,
+        quick=args.quick,
+        rounds=rounds,
+        batch=batch,
+        runs=("import_runs", import_runs, "import runs"),
+        legend=legend,
+        as_json=args.json,
+        check=args.check,
+    )
 
-    if args.json:
-        report = {
-            "python": platform.python_version(),
-            "implementation": platform.python_implementation(),
-            "msgspec": msgspec.__version__,
-            "pydantic": pydantic.VERSION,
-            "dra_metadata": dm.__version__,
-            "dra_metadata_file": dm.__file__,
-            "mode": "quick" if args.quick else "full",
-            "rounds": rounds,
-            "batch_s": batch,
-            "import_runs": import_runs,
-            "results": [asdict(row) for row in rows],
-            "all_ok": not missed,
-        }
-        print(json.dumps(report, indent=2))
+
+def report(
+    rows: Sequence[Row],
+    *,
+    quick: bool,
+    rounds: int,
+    batch: float,
+    runs: tuple[str, int, str],
+    legend: str,
+    as_json: bool,
+    check: bool,
+) -> int:
+    """Print ``rows`` as the table (or JSON); with ``check``, 1 when a target is missed.
+
+    ``runs`` is the process runs' JSON key, count and label (``("import_runs", 41,
+    "import runs")``).
+    """
+    missed = [row for row in rows if row.ok is False]
+    mode = "quick" if quick else "full"
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "python": platform.python_version(),
+                    "implementation": platform.python_implementation(),
+                    "msgspec": msgspec.__version__,
+                    "pydantic": pydantic.VERSION,
+                    "dra_metadata": dm.__version__,
+                    "dra_metadata_file": dm.__file__,
+                    "mode": mode,
+                    "rounds": rounds,
+                    "batch_s": batch,
+                    runs[0]: runs[1],
+                    "results": [asdict(row) for row in rows],
+                    "all_ok": not missed,
+                },
+                indent=2,
+            )
+        )
     else:
         print(
             f"dra_metadata {dm.__version__} | Python {platform.python_version()} | "
             f"msgspec {msgspec.__version__} | pydantic {pydantic.VERSION} | "
-            f"{'quick' if args.quick else 'full'}: {rounds} rounds x {batch * 1e3:g} ms, "
-            f"{import_runs} import runs"
+            f"{mode}: {rounds} rounds x {batch * 1e3:g} ms, {runs[1]} {runs[2]}"
         )
         print(render_table(rows))
-        print(
-            "times: best batch per call (decode) or median process wall time (import, env); "
-            "ratio: ours/baseline, except pydantic/decode (a speed-up)"
-        )
-    if args.check and missed:
+        print(legend)
+    if check and missed:
         for row in missed:
             ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
-            detail = (
-                f" (loaded: {', '.join(row.detail['loaded'])})" if row.unit == "modules" else ""
-            )
+            loaded = row.detail.get("loaded") if row.unit == "modules" else None
+            detail = f" (loaded: {', '.join(loaded)})" if loaded else ""
             print(
                 f"MISSED: {row.case}: ratio {ratio}, target {row.target_text()}{detail}",
                 file=sys.stderr,

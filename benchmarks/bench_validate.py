@@ -61,17 +61,13 @@ Without ``--check`` the script always exits 0: it is a measuring tool.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
-import pydantic
 
 # The checkout's package first (as the process rows get it, running in the checkout),
 # then bench.py beside this script.
@@ -86,7 +82,7 @@ from bench import (  # noqa: E402  (bench.py is a script beside this one, not a 
     make_metadata,
     paired_ratio_median,
     python_c,
-    render_table,
+    report,
     run_child,
     wall_times,
 )
@@ -314,42 +310,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.extend(validate_rows(devices, rounds, batch))
     rows.extend(invalid_rows(rounds, batch))
     rows.extend(process_rows(runs, args.breakdown))
-    missed = [row for row in rows if row.ok is False]
-
-    if args.json:
-        report = {
-            "python": platform.python_version(),
-            "implementation": platform.python_implementation(),
-            "msgspec": msgspec.__version__,
-            "pydantic": pydantic.VERSION,
-            "dra_metadata": dm.__version__,
-            "dra_metadata_file": dm.__file__,
-            "mode": "quick" if args.quick else "full",
-            "rounds": rounds,
-            "batch_s": batch,
-            "runs": runs,
-            "results": [asdict(row) for row in rows],
-            "all_ok": not missed,
-        }
-        print(json.dumps(report, indent=2))
-    else:
-        print(
-            f"dra_metadata {dm.__version__} | Python {platform.python_version()} | "
-            f"msgspec {msgspec.__version__} | pydantic {pydantic.VERSION} | "
-            f"{'quick' if args.quick else 'full'}: {rounds} rounds x {batch * 1e3:g} ms, "
-            f"{runs} process runs"
-        )
-        print(render_table(rows))
-        print(
-            "times: best batch per call (validate, decode) or median process wall time; "
-            "ratio: ours/baseline"
-        )
-    if args.check and missed:
-        for row in missed:
-            ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
-            print(f"MISSED: {row.case}: ratio {ratio}, target {row.target_text()}", file=sys.stderr)
-        return 1
-    return 0
+    return report(
+        rows,
+        quick=args.quick,
+        rounds=rounds,
+        batch=batch,
+        runs=("runs", runs, "process runs"),
+        legend="times: best batch per call (validate, decode) or median process wall time; "
+        "ratio: ours/baseline",
+        as_json=args.json,
+        check=args.check,
+    )
 
 
 if __name__ == "__main__":
