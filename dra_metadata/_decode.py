@@ -32,7 +32,7 @@ from ._errors import DecodeError
 from ._model import DeviceMetadata, ObjectMeta
 from ._versions import API_VERSIONS
 
-__all__ = ["decode"]
+__all__ = ["decode", "stream_bytes"]
 
 _KNOWN_VERSIONS: Final = frozenset(API_VERSIONS)
 
@@ -78,16 +78,23 @@ def decode(data: bytes | bytearray | memoryview | str) -> DeviceMetadata:
     ('metadata.resource.k8s.io/v1beta1', 2, 'gpu')
     """
     if type(data) is not bytes:
-        if isinstance(data, str):
-            data = data.encode("utf-8", "surrogatepass")
-        elif isinstance(data, bytes | bytearray | memoryview):
-            data = bytes(data)
-        else:
-            raise TypeError(f"decode() takes bytes or str, not {type(data).__name__}")
+        data = stream_bytes(data, "decode()")
     md = _decode_fast(data)
     if md is not None:
         return md
     return decode_exact(data)
+
+
+def stream_bytes(data: object, caller: str) -> bytes:
+    """A stream given as ``str`` (UTF-8, lone surrogates kept) or any bytes-like, as bytes.
+
+    Anything else is a :class:`TypeError` naming ``caller`` (``"decode()"``).
+    """
+    if isinstance(data, str):
+        return data.encode("utf-8", "surrogatepass")
+    if isinstance(data, bytes | bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"{caller} takes bytes or str, not {type(data).__name__}")
 
 
 def decode_exact(data: bytes) -> DeviceMetadata:

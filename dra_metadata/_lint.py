@@ -185,14 +185,10 @@ def lint(
     all; no other exception escapes, whatever the bytes. :class:`TypeError` when
     ``data`` is not bytes or str, or ``path`` not a ``str`` path (bytes included).
     """
+    from ._decode import stream_bytes
     from ._read import check_path
 
-    if isinstance(data, str):
-        raw = data.encode("utf-8", "surrogatepass")
-    elif isinstance(data, bytes | bytearray | memoryview):
-        raw = bytes(data)
-    else:
-        raise TypeError(f"lint() takes bytes or str, not {type(data).__name__}")
+    raw = stream_bytes(data, "lint()")
     if path is not None:
         path = check_path("path", path)
     return _lint(raw, path, fast=True)
