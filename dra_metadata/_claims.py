@@ -18,8 +18,8 @@ from typing import Literal, overload
 
 from ._model import DeviceMetadata, DeviceMetadataRequest, MergedDeviceMetadata
 from ._nearby import closest_first
-from ._paths import RootArg, check_name, request_base, root_path
-from ._read import DEFAULT_MAX_SIZE, check_max_size, check_path
+from ._paths import RootArg, check_name, check_path, request_base, root_path
+from ._read import DEFAULT_MAX_SIZE, check_max_size
 from ._scan import ClaimKind, Entry, merged, scan
 
 __all__ = ["exact_request", "read_request", "read_resource_claim", "read_resource_claim_template"]

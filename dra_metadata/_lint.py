@@ -186,7 +186,7 @@ def lint(
     ``data`` is not bytes or str, or ``path`` not a ``str`` path (bytes included).
     """
     from ._decode import stream_bytes
-    from ._read import check_path
+    from ._paths import check_path
 
     raw = stream_bytes(data, "lint()")
     if path is not None:

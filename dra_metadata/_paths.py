@@ -30,6 +30,7 @@ __all__ = [
     "RESOURCE_CLAIMS_SUBDIR",
     "RESOURCE_CLAIM_TEMPLATES_SUBDIR",
     "ROOT_ENV",
+    "check_path",
     "default_root",
     "request_dir",
     "resource_claim_file_path",
@@ -68,15 +69,24 @@ def root_path(root: RootArg) -> str:
 
     A root that is not text (``bytes``, a number) is a :class:`TypeError` saying so.
     """
-    if root is None:
-        return default_root()
+    return default_root() if root is None else check_path("root", root)
+
+
+def check_path(what: str, value: object) -> str:
+    """``value`` as a ``str`` path; a :class:`TypeError` naming ``what`` for anything else.
+
+    Bytes paths are refused on purpose: every message and every result names
+    files by ``str`` (undecodable bytes as :func:`os.fsdecode` gives them).
+    """
     try:
-        top = os.fspath(root)
+        name = os.fspath(value)  # type: ignore[call-overload]  # any object: checked here
     except TypeError:
-        top = root  # type: ignore[assignment] # not path-like: named below
-    if not isinstance(top, str):
-        raise TypeError(f"root must be a str or os.PathLike[str], not {type(top).__name__}")
-    return top
+        name = None
+    if not isinstance(name, str):
+        raise TypeError(
+            f"{what} must be a str or os.PathLike[str], not {type(value).__name__}"
+        ) from None
+    return name
 
 
 def check_name(kind: str, name: object) -> str:

@@ -36,12 +36,11 @@ from ._model import (
     MergedDeviceMetadata,
     MetadataSource,
 )
-from ._paths import METADATA_FILE_SUFFIX, driver_of
+from ._paths import METADATA_FILE_SUFFIX, check_path, driver_of
 
 __all__ = [
     "DEFAULT_MAX_SIZE",
     "check_max_size",
-    "check_path",
     "decode_file",
     "merge",
     "open_metadata",
@@ -54,23 +53,6 @@ __all__ = [
 
 #: Files larger than this many bytes are refused unless a caller allows more.
 DEFAULT_MAX_SIZE: Final = 16 * 1024 * 1024
-
-
-def check_path(what: str, value: object) -> str:
-    """``value`` as a ``str`` path; a :class:`TypeError` naming ``what`` for anything else.
-
-    Bytes paths are refused on purpose: every message and every result names
-    files by ``str`` (undecodable bytes as :func:`os.fsdecode` gives them).
-    """
-    try:
-        name = os.fspath(value)  # type: ignore[call-overload]  # any object: checked here
-    except TypeError:
-        name = None
-    if not isinstance(name, str):
-        raise TypeError(
-            f"{what} must be a str or os.PathLike[str], not {type(value).__name__}"
-        ) from None
-    return name
 
 
 def check_max_size(max_size: object) -> int:

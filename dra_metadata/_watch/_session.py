@@ -178,12 +178,7 @@ def check_root(root: RootArg) -> str:
     A bytes root is a :class:`TypeError`, a NUL in it an
     :class:`~dra_metadata.InvalidNameError`, both when the function is called.
     """
-    try:
-        top = root_path(root)
-    except TypeError:
-        top = None
-    if not isinstance(top, str):
-        raise TypeError(f"root must be a str or os.PathLike[str], not {type(root).__name__}")
+    top = root_path(root)
     if "\x00" in top:
         raise InvalidNameError(f"metadata root {top!r}: embedded null byte", path=top)
     return top
