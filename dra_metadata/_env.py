@@ -580,16 +580,16 @@ def env_vars(
     """The environment variables ``dra-metadata env`` prints, in the same order.
 
     With ``profile`` (``"cuda"``, or several: ``["cuda", "nccl"]``), the
-    variables of those framework profiles instead (see
-    :mod:`dra_metadata._profiles`); one that cannot be built raises
+    variables of those framework profiles instead (listed in the guide's *Topology,
+    profiles and doctor* page, ``docs/topology.md``); one that cannot be built raises
     :class:`~dra_metadata.EnvError` saying what is missing.
 
     Reads every request under ``root`` (default ``$DRA_METADATA_ROOT``, else the
     container directory), or those of the claim named ``claim``, of the claim
     made from a template that the pod spec calls ``pod_claim`` (as in
     :func:`watch`), of requests named ``request`` or of one ``driver``.
-    The naming scheme is described in the module :mod:`dra_metadata._env`
-    (and the README): ``DRA_<CLAIM>_<REQUEST>_...``. Symbolic links below the
+    The naming scheme is in the guide's *Environment variables* page
+    (``docs/env.md``): ``DRA_<CLAIM>_<REQUEST>_...``. Symbolic links below the
     root are not followed.
 
     Raises :class:`~dra_metadata.MetadataNotFoundError` when the root, or what

@@ -90,25 +90,41 @@ class Problem(msgspec.Struct, frozen=True, gc=False):
     ``driver`` are ``""`` for a claim directory that could not be read.
     """
 
+    #: Why, in one word: ``undecodable``, ``too-large``, ``symlink``, ``unreadable`` or
+    #: ``missing``.
     status: ProblemKind
+    #: How the pod references the claim: ``claim`` or ``template``.
     kind: ClaimKind
+    #: The claim's directory name: its name, or the pod's claim name for a template.
     claim: str
+    #: The request directory, or ``""`` for a claim directory that could not be read.
     request: str
+    #: The driver whose file it is, or ``""`` for a directory.
     driver: str
+    #: The file or directory that could not be used.
     path: str
+    #: The error's text, one line.
     message: str
+    #: The exception itself, to raise or inspect.
     error: DRAMetadataError
 
 
 class MountedFile(msgspec.Struct, frozen=True, gc=False):
     """One place of the layout as found: a file's metadata, or the problem it has."""
 
+    #: How the pod references the claim: ``claim`` or ``template``.
     kind: ClaimKind
+    #: The claim's directory name.
     claim: str
+    #: The request directory (the base request name).
     request: str
+    #: The driver the file belongs to (from its name).
     driver: str
+    #: The file's path.
     path: str
+    #: The decoded object; ``None`` when the file has a problem.
     metadata: DeviceMetadata | None = None
+    #: What went wrong with the file; ``None`` when it decoded.
     problem: Problem | None = None
 
 
@@ -121,10 +137,15 @@ class MountedDevice(msgspec.Struct, frozen=True, gc=False):
     (``gpu/high-memory`` for a subrequest), ``base_request`` its directory.
     """
 
+    #: The device itself, as decoded.
     device: Device
+    #: How the pod references the device's claim: ``claim`` or ``template``.
     kind: ClaimKind
+    #: The claim's directory name: its name, or the pod's claim name for a template.
     claim: str
+    #: The request's name as allocated: ``gpu``, or ``gpu/high-memory`` for a subrequest.
     request: str
+    #: The request directory the device was read from (the name before any ``/``).
     base_request: str
 
     @property
@@ -201,12 +222,19 @@ class MountedRequest(msgspec.Struct, frozen=True, gc=False):
     the device list may be incomplete.
     """
 
+    #: How the pod references the claim: ``claim`` or ``template``.
     kind: ClaimKind
+    #: The claim's name, or the pod's claim name for a claim made from a template.
     claim: str
+    #: The request directory (the base request name).
     request: str
+    #: The request directory's path.
     path: str
+    #: Every driver's file found in the directory, in name order.
     files: tuple[MountedFile, ...]
+    #: The files that could be read, merged as Go merges them; ``None`` when none could.
     metadata: MergedDeviceMetadata | None
+    #: The files that could not be read; with any, the device list may be incomplete.
     problems: tuple[Problem, ...] = ()
 
     @property
@@ -279,10 +307,15 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
     before templates, names in byte order).
     """
 
+    #: The root that was read.
     root: str
+    #: Whether the root exists: false when nothing is mounted at all.
     exists: bool
+    #: Every request directory found, claims before templates, names in byte order.
     requests: tuple[MountedRequest, ...] = ()
+    #: Every place of the layout found, in walk order.
     files: tuple[MountedFile, ...] = ()
+    #: Every file or directory that could not be used, with why.
     problems: tuple[Problem, ...] = ()
 
     def __iter__(self) -> Iterator[MountedRequest]:
@@ -362,7 +395,8 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
 
         ``kinds`` overrides the kind rules (driver name -> ``gpu``, ``nic``,
         ``cpu``, ``memory`` or ``other``, or a function of a device returning a
-        kind or ``None``); see :mod:`dra_metadata._topology`.
+        kind or ``None``); the default rules are in the guide's *Topology, profiles and
+        doctor* page (``docs/topology.md``).
 
         >>> import dra_metadata as dm
         >>> topo = dm.inventory("examples/topology-tree").topology()
@@ -377,7 +411,7 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         """Variables of ``environ`` (default ``os.environ``) carrying a mounted claim's UID.
 
         Joins what drivers inject through CDI (``DRA_CPUSET_<claimUID>``) to the
-        claim and requests it belongs to; see :func:`dra_metadata._live.claim_variables`.
+        claim and requests it belongs to (each a :class:`~dra_metadata.ClaimVariable`).
 
         >>> import dra_metadata as dm
         >>> inv = dm.inventory("examples/topology-tree")

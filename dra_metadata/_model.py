@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal
 import msgspec
 import msgspec.structs
 
-from ._errors import DecodeError
 from ._versions import V1ALPHA1, V1BETA1
 
 if TYPE_CHECKING:
@@ -89,6 +88,10 @@ class VersionValue(str):
 
     __slots__ = ()
 
+    def __new__(cls, value: str) -> "VersionValue":
+        """``value`` as a version attribute value (the text is kept as written)."""
+        return super().__new__(cls, value)
+
     @property
     def semver(self) -> "semver.Version":
         """The value parsed by :mod:`semver` (imported on first use).
@@ -136,13 +139,21 @@ class DeviceAttribute(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
     'ints'
     """
 
+    #: An integer value (int64); ``None`` when not set.
     int: _Int64 | None = None
+    #: A boolean value; ``None`` when not set.
     bool: _Bool | None = None
+    #: A string value (at most 64 bytes once validated); ``None`` when not set.
     string: _Str | None = None
+    #: A semantic version as written (see :class:`VersionValue`); ``None`` when not set.
     version: _Str | None = None
+    #: A list of integers (KEP-5491 list attributes); empty when not set.
     ints: tuple[_Int64, ...] = ()
+    #: A list of booleans; empty when not set.
     bools: tuple[_Bool, ...] = ()
+    #: A list of strings; empty when not set.
     strings: tuple[_Str, ...] = ()
+    #: A list of semantic versions as written; empty when not set.
     versions: tuple[_Str, ...] = ()
 
     def set_kinds(self) -> tuple[AttributeKind, ...]:
@@ -191,8 +202,11 @@ class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_S
     not check their syntax.
     """
 
+    #: The interface name inside the container (``net1``); ``""`` when not known yet.
     interface_name: str = ""
+    #: The interface's addresses, CIDR notation by convention (``10.0.0.5/24``).
     ips: tuple[str, ...] = ()
+    #: The MAC address as the driver wrote it; ``""`` when not known yet.
     hardware_address: str = ""
 
     def set_fields(self) -> tuple[tuple[str, str | tuple[str, ...]], ...]:
@@ -212,11 +226,17 @@ class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_S
 class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):
     """A standard Kubernetes owner reference (rarely present in metadata files)."""
 
+    #: API version of the owner (``apiVersion``).
     api_version: str
+    #: Kind of the owner.
     kind: str
+    #: Name of the owner.
     name: str
+    #: UID of the owner.
     uid: str
+    #: Whether the owner is the managing controller; ``None`` when not written.
     controller: bool | None = None
+    #: ``blockOwnerDeletion`` as written; ``None`` when not written.
     block_owner_deletion: bool | None = None
 
 
@@ -226,12 +246,19 @@ class ManagedFieldsEntry(msgspec.Struct, rename="camel", omit_defaults=True, **_
     ``fields_v1`` holds the raw JSON text of ``fieldsV1``.
     """
 
+    #: The field manager's name.
     manager: str = ""
+    #: ``Apply`` or ``Update``.
     operation: str = ""
+    #: The API version the fields were written in.
     api_version: str = ""
+    #: When the entry was written (RFC 3339), or ``None``.
     time: str | None = None
+    #: The format of :attr:`fields_v1` (``FieldsV1``).
     fields_type: str = ""
+    #: The raw JSON text of ``fieldsV1``, kept byte for byte; ``None`` when absent.
     fields_v1: str | None = None
+    #: The subresource the fields were written through, or ``""``.
     subresource: str = ""
 
 
@@ -243,20 +270,35 @@ class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_O
     strings in UTC (``"2008-01-01T01:01:01Z"``).
     """
 
+    #: The ResourceClaim's name.
     name: str = ""
+    #: ``generateName`` as written (rarely set).
     generate_name: str = ""
+    #: The ResourceClaim's namespace.
     namespace: str = ""
+    #: ``selfLink`` as written (deprecated upstream, rarely set).
     self_link: str = ""
+    #: The ResourceClaim's UID: a new UID is a new claim, even under the same name.
     uid: str = ""
+    #: ``resourceVersion`` as written (rarely set).
     resource_version: str = ""
+    #: 1 when the driver prepared the claim, one more for every update (0 when not written).
     generation: _Int64 = 0
+    #: ``creationTimestamp`` (RFC 3339), or ``None``.
     creation_timestamp: str | None = None
+    #: ``deletionTimestamp`` (RFC 3339), or ``None``.
     deletion_timestamp: str | None = None
+    #: ``deletionGracePeriodSeconds``, or ``None``.
     deletion_grace_period_seconds: _Int64 | None = None
+    #: Labels as written (empty when none).
     labels: dict[str, str] = {}
+    #: Annotations as written (empty when none).
     annotations: dict[str, str] = {}
+    #: Owner references as written (rarely present).
     owner_references: tuple[OwnerReference, ...] = ()
+    #: Finalizers as written (rarely present).
     finalizers: tuple[str, ...] = ()
+    #: Managed-fields entries as written (rarely present).
     managed_fields: tuple[ManagedFieldsEntry, ...] = ()
 
 
@@ -270,10 +312,17 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
     ('GPU-1', 'GPU-1', 1)
     """
 
+    #: The DRA driver that allocated the device (``gpu.example.com``).
     driver: str
+    #: The resource pool the device comes from (often the node's name).
     pool: str
+    #: The device's name within its pool (``gpu-0``).
     name: str
+    #: The device's attributes by name as written: a name without a domain is in the driver's
+    #: domain (use :meth:`attribute` to look one up either way).
     attributes: dict[str, DeviceAttribute] = {}
+    #: Network data, when the driver provides it (often later than the identity); ``None``
+    #: otherwise.
     network_data: NetworkDeviceData | None = None
 
     def find_attribute(self, name: str, *, standard: bool = False) -> DeviceAttribute | None:
@@ -377,7 +426,9 @@ def _first_str(value: AttributeValue | None) -> str | None:
 class DeviceMetadataRequest(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
     """The devices allocated for one request (``gpu`` or ``gpu/high-memory``)."""
 
+    #: The request's name as allocated: ``gpu``, or ``gpu/high-memory`` for a subrequest.
     name: str
+    #: The devices allocated for the request, in the driver's order.
     devices: tuple[Device, ...] = ()
 
     @property
@@ -404,9 +455,15 @@ class DeviceMetadata(
     {'metadata': {}, 'requests': [{'name': 'gpu'}]}
     """
 
+    #: The apiVersion of the stream entry that was decoded (``""`` for an object built in
+    #: code).
     api_version: str = ""
+    #: The claim's identity: name, namespace, UID and generation.
     metadata: ObjectMeta = ObjectMeta()
+    #: The claim's name in the pod spec when it was made from a ResourceClaimTemplate; ``None``
+    #: for a claim referenced by name.
     pod_claim_name: str | None = None
+    #: The requests this object describes, each with its devices.
     requests: tuple[DeviceMetadataRequest, ...] = ()
 
     #: Keys of :func:`msgspec.to_builtins` output that are not part of the wire body.
@@ -419,6 +476,8 @@ class DeviceMetadata(
         object; for a merged read it equals Go's merged object. A raw
         ``fieldsV1`` nested deeper than Python can hold raises :class:`DecodeError`.
         """
+        from ._errors import DecodeError  # _errors names this module's types: no cycle at import
+
         body = self.wire_body()
         for index, entry in enumerate(body["metadata"].get("managedFields", ())):
             if "fieldsV1" in entry:
@@ -465,12 +524,19 @@ class DeviceMetadata(
 class MetadataSource(msgspec.Struct, frozen=True, gc=False, repr_omit_defaults=True):
     """One file that went into a merged read, with the identity Go throws away."""
 
+    #: The file that was read.
     path: str
+    #: The driver the file belongs to (from its name).
     driver: str
+    #: The apiVersion the file's object was decoded from.
     api_version: str
+    #: The file's ``metadata.generation``.
     generation: int
+    #: The claim UID the file names (``metadata.uid``).
     claim_uid: str
+    #: The claim name the file names (``metadata.name``).
     claim_name: str
+    #: The claim namespace the file names (``metadata.namespace``).
     claim_namespace: str
 
 
@@ -484,6 +550,7 @@ class MergedDeviceMetadata(DeviceMetadata, tag="DeviceMetadata"):
     they differ.
     """
 
+    #: One entry per file that went into the merge, in merge order.
     sources: tuple[MetadataSource, ...] = ()
 
     _NOT_WIRE: ClassVar[tuple[str, ...]] = ("kind", "apiVersion", "sources")

@@ -24,20 +24,19 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Final, Literal
+from typing import Final
 
 from ._errors import MetadataNotFoundError
 from ._paths import (
     METADATA_FILE_SUFFIX,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
+    ClaimKind,
     driver_of,
     request_base,
 )
 
 __all__ = ["MOUNT_HINT", "closest_first", "listing", "not_found", "subdir_of"]
-
-ClaimKind = Literal["claim", "template"]
 
 #: The usual cause of a claim that is not mounted, and the fix.
 MOUNT_HINT: Final = (

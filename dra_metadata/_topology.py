@@ -73,14 +73,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 import msgspec
 
+# At run time too: TopologyDevice's fields name them (typing.get_type_hints(), help()).
+from ._inventory import Inventory, MountedDevice
 from ._model import DOMAIN_SEPARATOR, STANDARD_DOMAIN, AttributeValue, NetworkDeviceData
-
-if TYPE_CHECKING:
-    from ._inventory import Inventory, MountedDevice
 
 __all__ = [
     "AFFINITY_LEVELS",
@@ -98,10 +97,14 @@ __all__ = [
     "pci_sort_key",
 ]
 
+#: What a device is, by the kind rules: a GPU or other accelerator, a network interface,
+#: a CPU group, a memory region, or anything else.
 DeviceKind = Literal["gpu", "nic", "cpu", "memory", "other"]
 #: Every device kind, in the order listings use.
 DEVICE_KINDS: Final[tuple[DeviceKind, ...]] = ("gpu", "nic", "cpu", "memory", "other")
 
+#: How close two devices sit, nearest first: the same
+#: device, one PCIe root, one NUMA node, one socket, apart, or not known.
 Affinity = Literal["same", "pcie-root", "numa", "socket", "different", "unknown"]
 #: Affinity levels from nearest to farthest (``same``: a device and itself).
 AFFINITY_LEVELS: Final[tuple[Affinity, ...]] = (
@@ -165,9 +168,13 @@ _CELL: Final[dict[Affinity, str]] = {
 class TopologyProblem(msgspec.Struct, frozen=True, gc=False):
     """Two placement attributes of one device that disagree (both are kept in the message)."""
 
+    #: The device whose attributes disagree.
     device: str
+    #: The device's claim directory.
     claim: str
+    #: The device's request.
     request: str
+    #: Both values, and where each came from.
     message: str
 
     def __str__(self) -> str:
@@ -187,12 +194,19 @@ class TopologyDevice(msgspec.Struct, frozen=True, gc=False):
     ('cpu', 0, 'dra.cpu/numaNodeID', 0)
     """
 
+    #: The device as the inventory has it, with its claim and request.
     mounted: MountedDevice
+    #: What the device is, by the kind rules.
     kind: DeviceKind
+    #: The device's NUMA nodes, its own node first; empty when no attribute says.
     numa_nodes: tuple[int, ...] = ()
+    #: The attribute the NUMA nodes came from; ``None`` when none did.
     numa_source: str | None = None
+    #: The CPU socket the device sits on, when an attribute says.
     socket: int | None = None
+    #: The device's PCI address, when an attribute gives one.
     pci_bus_id: str | None = None
+    #: A short name for listings: the kind and an index (``gpu0``).
     label: str = ""
 
     @property
@@ -273,6 +287,8 @@ class TopologyDevice(msgspec.Struct, frozen=True, gc=False):
         }
 
 
+#: A function that names a device's kind, or returns ``None`` to leave it to the
+#: default rules (:meth:`Inventory.topology`'s ``kinds``).
 KindRule = Callable[["MountedDevice"], "DeviceKind | None"]
 
 
@@ -438,7 +454,9 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
     ['pci0000:17', 'pci0000:85']
     """
 
+    #: Every mounted device with its kind and placement, in inventory order.
     devices: tuple[TopologyDevice, ...] = ()
+    #: Placement attributes that disagree.
     problems: tuple[TopologyProblem, ...] = ()
 
     def __iter__(self) -> Iterator[TopologyDevice]:

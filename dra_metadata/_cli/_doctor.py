@@ -77,7 +77,7 @@ def _doctor(args: argparse.Namespace) -> int:
     query = IpQuery(args.ip)  # runs while the metadata is read
     inv = inventory(getattr(args, "root", None))
     if not inv.exists or not inv.files:
-        query.result()
+        query._result()
         from .._errors import MetadataNotFoundError
         from .._nearby import MOUNT_HINT
 
