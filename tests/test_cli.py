@@ -68,7 +68,7 @@ def test_show_missing_request_exits_66_with_one_line(tmp_path: Path) -> None:
     assert line.startswith(
         f"dra-metadata: no metadata files found in {tmp_path}/resourceclaims/c/r: "
     )
-    assert "no claim is mounted here" in line
+    assert f"nothing is mounted under {tmp_path}; " in line
     assert "resources.claims" in line
 
 

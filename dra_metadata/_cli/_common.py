@@ -43,6 +43,7 @@ from .._errors import (
 
 if TYPE_CHECKING:
     from .._inventory import Inventory
+    from .._select import Question
 
 __all__ = [
     "EPILOG",
@@ -73,6 +74,7 @@ __all__ = [
     "one_line",
     "selected_claim",
     "selected_inventory",
+    "selected_question",
     "terminal_width",
     "write_stdout",
     "write_text",
@@ -240,27 +242,39 @@ def selected_claim(
     args: argparse.Namespace,
 ) -> tuple[Literal["claim", "template"] | None, str | None]:
     """The claim kind and name that ``--claim`` or ``--template-claim`` chose, if any."""
-    if args.claim is not None:
-        return "claim", str(args.claim)
-    if args.template_claim is not None:
-        return "template", str(args.template_claim)
+    claim = getattr(args, "claim", None)
+    template_claim = getattr(args, "template_claim", None)
+    if claim is not None:
+        return "claim", str(claim)
+    if template_claim is not None:
+        return "template", str(template_claim)
     return None, None
+
+
+def selected_question(args: argparse.Namespace) -> Question:
+    """The question the selection options (``add_selection``) ask, names checked."""
+    from .._select import ask
+
+    kind, claim = selected_claim(args)
+    return ask(
+        kind=kind,
+        claim=claim,
+        request=getattr(args, "request", None),
+        driver=getattr(args, "driver", None),
+    )
 
 
 def selected_inventory(args: argparse.Namespace) -> Inventory:
     """The inventory of what the selection options (``add_selection``) pick, read by layout.
 
-    Raises :class:`~dra_metadata.MetadataNotFoundError` when the root is missing or
-    a named claim, request or driver is not there.
+    Asked of the one resolver (:func:`dra_metadata._inventory.mounted`), as every
+    door asks: raises :class:`~dra_metadata.MetadataNotFoundError` when the root
+    is missing or empty, a named claim, request or driver is not there, or a
+    subrequest was not allocated.
     """
-    from .._inventory import from_entries
-    from .._paths import root_path
-    from .._scan import scan
+    from .._inventory import mounted
 
-    kind, claim = selected_claim(args)
-    top = root_path(args.root)
-    entries = scan(top, kind=kind, claim=claim, request=args.request, driver=args.driver)
-    return from_entries(top, entries)
+    return mounted(selected_question(args), getattr(args, "root", None))
 
 
 def expand_paths(paths: Sequence[str]) -> Iterator[str | MetadataNotFoundError]:

@@ -40,8 +40,8 @@ same NUMA node, SOCK same socket (where the metadata says so), SYS different,
 ? not in the metadata. --json prints devices, NUMA nodes, PCIe roots, the
 affinity of every pair and the problems.
 
-A missing root exits 66; a file that does not decode is reported on stderr
-(its devices are left out) and exits 65.
+A missing or empty root exits 66, as every command does; a file that does not
+decode is reported on stderr (its devices are left out) and exits 65.
 """
 
 
@@ -113,9 +113,7 @@ def _topology(args: argparse.Namespace) -> int:
         write_stdout(text.encode("utf-8", "surrogateescape"))
     worst = EXIT_OK
     if not topo.devices:
-        from .._nearby import MOUNT_HINT
-
-        fail(f"no devices are mounted under {inv.root}: {MOUNT_HINT}")
+        fail(f"no device could be read under {inv.root}")
     for problem in topo.problems:
         fail(problem.message)
     for found in inv.problems:
