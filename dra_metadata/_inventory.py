@@ -312,12 +312,11 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         >>> inv = dm.inventory("examples/dra-device-attributes")
         >>> inv.request("inference", "gpu").subrequest
         'gpu/high-memory'
-        >>> inv.request("inference", "gpu/low-memory")
-        Traceback (most recent call last):
-        ...
-        dra_metadata.MetadataNotFoundError: subrequest 'gpu/low-memory' was not allocated: \
-request 'gpu' of template claim 'inference' was allocated as gpu/high-memory; ask for 'gpu' to \
-read whatever subrequest was allocated
+        >>> try:
+        ...     inv.request("inference", "gpu/low-memory")
+        ... except dm.MetadataNotFoundError as err:
+        ...     print(err.nearby)
+        ('gpu/high-memory',)
         """
         if claim_kind is None:
             kinds = {found.kind for found in self.requests if found.claim == claim}

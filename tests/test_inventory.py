@@ -52,7 +52,7 @@ def test_claim_kind_is_its_own_parameter_and_a_device_kind_there_is_an_error() -
     """claim_kind= takes 'claim' or 'template'; 'gpu' (a device kind) says where it belongs."""
     inv = dm.inventory(SAMPLE_ROOT)
     assert {d.kind for d in inv.devices(claim_kind="template")} == {"template"}
-    with pytest.raises(ValueError, match="'claim'.*'template'.*nearest") as err:
+    with pytest.raises(ValueError, match=r"'claim'.*'template'.*nearest") as err:
         inv.devices(claim_kind="gpu")  # type: ignore[arg-type]  # the mistake under test
     assert "'gpu'" in str(err.value)
     with pytest.raises(TypeError, match="claim_kind must be"):

@@ -17,7 +17,7 @@ from ._common import (
     write_stdout,
 )
 
-__all__ = ["json_bytes", "register"]
+__all__ = ["json_bytes", "output_width", "register"]
 
 _KINDS: Final = ("gpu", "nic", "cpu", "memory", "other")
 
@@ -34,6 +34,9 @@ Each device gets a kind (gpu, nic, cpu, memory, other): network data means
 nic, then known drivers (gpu.nvidia.com, gpu.amd.com, gpu.intel.com, dra.cpu,
 dra.net, dra.memory) and drivers named gpu.*; --kind DRIVER=KIND overrides.
 CPUs of one request on one NUMA node share a line.
+
+On a terminal, lines longer than it end in "…"; written anywhere else (a pipe,
+a file, kubectl logs) every line is whole.
 
 --matrix prints device x device affinity instead: ROOT same PCIe root, NUMA
 same NUMA node, SOCK same socket (where the metadata says so), SYS different,
@@ -98,17 +101,33 @@ def json_bytes(value: object) -> bytes:
     return msgspec.json.format(msgspec.json.encode(_utf8(value)), indent=2) + b"\n"
 
 
+def output_width() -> int:
+    """Columns to cut lines at: the terminal's when stdout is one, else no cut at all.
+
+    A pipe, a file or ``kubectl logs`` gets every line whole, whatever
+    ``$COLUMNS`` says; on a terminal, lines longer than it end in ``…``.
+    """
+    import sys
+
+    from ._common import terminal_width
+
+    try:
+        terminal = sys.stdout is not None and sys.stdout.isatty()
+    except (OSError, ValueError):
+        terminal = False
+    return terminal_width() if terminal else sys.maxsize
+
+
 def _topology(args: argparse.Namespace) -> int:
     from .._inventory import Inventory
     from .._topology import build
-    from ._common import terminal_width
 
     inv: Inventory = selected_inventory(args)
     topo = build(inv, kinds=dict(args.kind))
     if args.format == "json":
         write_stdout(json_bytes(topo.to_dict()))
     else:
-        width = terminal_width()
+        width = output_width()
         text = topo.matrix(width) if args.matrix else topo.tree(width)
         write_stdout(text.encode("utf-8", "surrogateescape"))
     worst = EXIT_OK
