@@ -198,7 +198,15 @@ def _watch(args: argparse.Namespace) -> int:
     )
     if problem is not None:
         raise problem  # inside a container: nothing can ever arrive
-    if not os.path.isdir(root_path(args.root)):
+    from .._nearby import subdir_of
+    from .._paths import request_dir
+
+    kind, claim = selected_claim(args)
+    assert kind is not None, "the parser requires --claim or --template-claim"
+    if not os.path.isdir(
+        request_dir(subdir_of(kind), claim, args.request, root=root_path(args.root))
+    ):
+        # A plain tree: it may still appear. Say what is there meanwhile.
         fail(f"note: {_nothing_there(args)}; watching for it to appear")
     events = watch(
         claim=args.claim,
