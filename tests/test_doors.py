@@ -497,3 +497,33 @@ def doors_agree(root: Path, allocated: str, asked: str | None) -> None:
     assert len({json.dumps(answer) for answer in answers.values()}) == 1, answers
     expected_ok = asked is None or asked == allocated
     assert (answers["read"] == [f"gpu/{allocated}"]) is expected_ok
+
+
+def test_show_json_keeps_a_driver_name_that_is_not_utf8(tmp_path: Path) -> None:
+    """A file name with a byte that is not UTF-8: its generation is shown, no traceback."""
+    tree = MetadataTree(tmp_path)
+    tree.claim("c").request("r").device("d.example.com", "p", "d0")
+    tree.write()
+    directory = os.fsencode(tmp_path / "resourceclaims" / "c" / "r")
+    os.rename(directory + b"/d.example.com-metadata.json", directory + b"/d\xff-metadata.json")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dra_metadata",
+            "show",
+            "--root",
+            str(tmp_path),
+            "--claim",
+            "c",
+            "--request",
+            "r",
+        ],
+        capture_output=True,
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert b'"generations": {\n    "d\xff": 1\n  }\n}\n' in done.stdout

@@ -186,14 +186,20 @@ def _unrecognized(
 ) -> str:
     """The usage error for arguments no option took, naming the closest option."""
     text = f"unrecognized arguments: {' '.join(extras)}"
-    options = [
-        option
-        for parser in (command, top)
-        if parser is not None
-        for action in parser._actions
-        for option in action.option_strings
-        if option.startswith("--")
-    ]
+    parsers = [top] if command is None else [command, top]
+    if command is None:  # before the command: any command's option may have been meant
+        for action in top._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+    options = list(
+        dict.fromkeys(
+            option
+            for parser in parsers
+            for action in parser._actions
+            for option in action.option_strings
+            if option.startswith("--")
+        )
+    )
     for extra in extras:
         if extra.startswith("-"):
             hint = did_you_mean(extra.partition("=")[0], options)

@@ -92,6 +92,8 @@ def with_identity(md: MergedDeviceMetadata) -> Iterator[bytes]:
     driver's. When the files disagree on the claim, ``metadata`` is empty and
     ``disagreement`` says on what.
     """
+    import json
+
     import msgspec
 
     from .._encode import wire_json
@@ -114,7 +116,8 @@ def with_identity(md: MergedDeviceMetadata) -> Iterator[bytes]:
     # The text ends with the object's closing brace: the extra keys go in before it.
     last = pieces[-1]
     assert last.endswith(b"\n}")
-    text = msgspec.json.format(msgspec.json.encode(extra), indent=2)
+    # Driver names come from file names: bytes that are not UTF-8 stay as they were.
+    text = json.dumps(extra, indent=2, ensure_ascii=False).encode("utf-8", "surrogateescape")
     inner = text[1:-2]  # the extra object's members, indented, between its braces
     pieces[-1] = last[:-2] + b"," + inner + b"\n}"
     return iter(pieces)
