@@ -310,12 +310,13 @@ def check_live(
 
     inv = read_inventory(root) if inventory is None else inventory
     if not inv.exists:
-        from ._errors import MetadataNotFoundError
-        from ._nearby import MOUNT_HINT
+        from ._nearby import not_found
 
-        raise MetadataNotFoundError(
-            f"nothing is mounted under {inv.root}: {MOUNT_HINT}", path=inv.root
-        )
+        raise not_found(inv.root, kind=None, claim=None, request=None)
+    if not inv.files:
+        from ._nearby import nothing_mounted
+
+        raise nothing_mounted(inv.root)
     files = {(f.kind, f.claim, f.request, f.driver): f.path for f in inv.files if f.driver}
     findings: list[LiveFinding] = []
     for problem in inv.problems:

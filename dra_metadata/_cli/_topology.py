@@ -17,7 +17,7 @@ from ._common import (
     write_stdout,
 )
 
-__all__ = ["json_bytes", "register"]
+__all__ = ["json_bytes", "output_width", "register"]
 
 _KINDS: Final = ("gpu", "nic", "cpu", "memory", "other")
 
@@ -35,13 +35,16 @@ nic, then known drivers (gpu.nvidia.com, gpu.amd.com, gpu.intel.com, dra.cpu,
 dra.net, dra.memory) and drivers named gpu.*; --kind DRIVER=KIND overrides.
 CPUs of one request on one NUMA node share a line.
 
+On a terminal, lines longer than it end in "…"; written anywhere else (a pipe,
+a file, kubectl logs) every line is whole.
+
 --matrix prints device x device affinity instead: ROOT same PCIe root, NUMA
 same NUMA node, SOCK same socket (where the metadata says so), SYS different,
 ? not in the metadata. --json prints devices, NUMA nodes, PCIe roots, the
 affinity of every pair and the problems.
 
-A missing root exits 66; a file that does not decode is reported on stderr
-(its devices are left out) and exits 65.
+A missing or empty root exits 66, as every command does; a file that does not
+decode is reported on stderr (its devices are left out) and exits 65.
 """
 
 
@@ -98,24 +101,38 @@ def json_bytes(value: object) -> bytes:
     return msgspec.json.format(msgspec.json.encode(_utf8(value)), indent=2) + b"\n"
 
 
+def output_width() -> int:
+    """Columns to cut lines at: the terminal's when stdout is one, else no cut at all.
+
+    A pipe, a file or ``kubectl logs`` gets every line whole, whatever
+    ``$COLUMNS`` says; on a terminal, lines longer than it end in ``…``.
+    """
+    import sys
+
+    from ._common import terminal_width
+
+    try:
+        terminal = sys.stdout is not None and sys.stdout.isatty()
+    except (OSError, ValueError):
+        terminal = False
+    return terminal_width() if terminal else sys.maxsize
+
+
 def _topology(args: argparse.Namespace) -> int:
     from .._inventory import Inventory
     from .._topology import build
-    from ._common import terminal_width
 
     inv: Inventory = selected_inventory(args)
     topo = build(inv, kinds=dict(args.kind))
     if args.format == "json":
         write_stdout(json_bytes(topo.to_dict()))
     else:
-        width = terminal_width()
+        width = output_width()
         text = topo.matrix(width) if args.matrix else topo.tree(width)
         write_stdout(text.encode("utf-8", "surrogateescape"))
     worst = EXIT_OK
     if not topo.devices:
-        from .._nearby import MOUNT_HINT
-
-        fail(f"no devices are mounted under {inv.root}: {MOUNT_HINT}")
+        fail(f"no device could be read under {inv.root}")
     for problem in topo.problems:
         fail(problem.message)
     for found in inv.problems:
