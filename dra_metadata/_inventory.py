@@ -335,7 +335,7 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
 
         ``claim_kind`` (``"claim"`` or ``"template"``) tells a claim from a
         template claim of the same name. Asked as every reader and command asks
-        (:mod:`dra_metadata._select`): ``req`` answers whatever subrequest was
+        (one resolver; see *Which request* in ``docs/reading.md``): ``req`` answers whatever subrequest was
         allocated (:attr:`MountedRequest.subrequest` says which); ``req/sub`` one
         that holds exactly it. Anything else raises the readers'
         :class:`~dra_metadata.MetadataNotFoundError` (the same words, naming
