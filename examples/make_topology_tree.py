@@ -2,17 +2,24 @@
 
 A training pod on a two-socket-node-with-one-socket-in-two-NUMA-nodes (sub-NUMA
 clustering) machine, as its container sees it under
-``/var/run/kubernetes.io/dra-device-attributes``, with the attribute names
-the real drivers publish:
+``/var/run/kubernetes.io/dra-device-attributes``, with the attribute sets
+the real drivers publish today:
 
-* ``resourceclaimtemplates/gpus/gpu``: two NVIDIA GPUs (``gpu.nvidia.com``:
-  ``uuid``, ``pcieBusID``, the standard ``pcieRoot`` and ``numaNode`` list);
-* ``resourceclaims/rdma/nic``: two NICs from ``dra.net`` (``ifName``,
-  ``pciAddress``, ``numaNode``) with network data, one under each GPU's PCIe
-  root;
-* ``resourceclaims/cpus/cpus``: four CPUs from ``dra.cpu`` (``cpuID``,
-  ``numaNodeID``, ``socketID`` and the ``dra.net/numaNode`` it also publishes),
-  two on each NUMA node.
+* ``resourceclaimtemplates/gpus/gpu``: two NVIDIA GPUs (``gpu.nvidia.com``,
+  NVIDIA/k8s-dra-driver-gpu ``cmd/gpu-kubelet-plugin/deviceinfo.go``:
+  ``type``, ``uuid``, ``productName``, ``brand``, ``architecture``, the
+  versions, ``pcieBusID`` in NVML's eight-digit domain form and the standard
+  ``pcieRoot``; no NUMA attribute for a full GPU);
+* ``resourceclaims/rdma/nic``: two NICs from ``dra.net`` (kubernetes-sigs/dranet
+  ``pkg/apis/attributes.go``: ``ifName``, ``pciAddress``, ``numaNode``,
+  ``rdmaDevice`` and the standard ``pcieRoot``) with network data, one under
+  each GPU's PCIe root;
+* ``resourceclaims/cpus/cpus``: four CPUs from ``dra.cpu``
+  (kubernetes-sigs/dra-driver-cpu ``pkg/device/attributes.go``: ``cpuID``,
+  ``coreID``, ``numaNodeID``, ``socketID``, ``smtEnabled``, the
+  ``dra.net/numaNode`` it keeps for compatibility, and the standard int
+  ``numaNode`` and ``pcieRoot`` list of every root local to the CPU's NUMA
+  node), two on each NUMA node.
 
 Run ``python examples/make_topology_tree.py [ROOT]`` to (re)write it; the test
 suite checks that the committed tree equals a fresh one.
@@ -32,9 +39,9 @@ DEFAULT_ROOT = os.path.join(HERE, "topology-tree")
 STD = dm.STANDARD_DOMAIN + "/"
 
 GPUS = (
-    # name, uuid, NVML bus id, PCIe root, NUMA list
-    ("gpu-0", "GPU-4a1c2e3f-5b6d-4e7f-8091-a2b3c4d5e6f7", "00000000:18:00.0", "pci0000:17", (0, 1)),
-    ("gpu-1", "GPU-9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b", "00000000:86:00.0", "pci0000:85", (1, 0)),
+    # name, uuid, NVML bus id, PCIe root
+    ("gpu-0", "GPU-4a1c2e3f-5b6d-4e7f-8091-a2b3c4d5e6f7", "00000000:18:00.0", "pci0000:17"),
+    ("gpu-1", "GPU-9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b", "00000000:86:00.0", "pci0000:85"),
 )
 NICS = (
     # ifName on the node, PCI address, PCIe root, NUMA node, interface in the pod, IPs, MAC
@@ -42,6 +49,8 @@ NICS = (
     ("ens2f0", "0000:87:00.0", "pci0000:85", 1, "net2", ("10.10.2.5/24",), "b8:3f:d2:aa:02:05"),
 )
 CPUS = ((0, 0), (1, 0), (16, 1), (17, 1))  # cpuID, NUMA node (all on socket 0)
+#: NUMA node -> the PCIe roots local to it (what dra-driver-cpu lists).
+ROOTS = {0: ("pci0000:00", "pci0000:17"), 1: ("pci0000:80", "pci0000:85")}
 
 
 def _meta(name: str, uid: str) -> dm.ObjectMeta:
@@ -62,15 +71,20 @@ def sample_files() -> dict[str, bytes]:
                         "node-a",
                         name,
                         attributes={
+                            "addressingMode": A(string="None"),
+                            "architecture": A(string="Hopper"),
+                            "brand": A(string="Nvidia"),
+                            "cudaComputeCapability": A(version="9.0.0"),
+                            "cudaDriverVersion": A(version="12.8.0"),
+                            "driverVersion": A(version="570.124.6"),
                             "productName": A(string="NVIDIA H100 80GB HBM3"),
                             "pcieBusID": A(string=bus),
                             "type": A(string="gpu"),
                             "uuid": A(string=uuid),
-                            STD + "numaNode": A(ints=numa),
                             STD + "pcieRoot": A(string=root),
                         },
                     )
-                    for name, uuid, bus, root, numa in GPUS
+                    for name, uuid, bus, root in GPUS
                 ),
             ),
         ),
@@ -112,10 +126,14 @@ def sample_files() -> dict[str, bytes]:
                         "node-a",
                         f"cpu-{cpu}",
                         attributes={
+                            "coreID": A(int=cpu),
                             "cpuID": A(int=cpu),
                             "numaNodeID": A(int=numa),
+                            "smtEnabled": A(bool=False),
                             "socketID": A(int=0),
                             "dra.net/numaNode": A(int=numa),
+                            STD + "numaNode": A(int=numa),
+                            STD + "pcieRoot": A(strings=ROOTS[numa]),
                         },
                     )
                     for cpu, numa in CPUS
