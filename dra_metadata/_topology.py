@@ -52,6 +52,7 @@ from ._device import (
     numa_of,
 )
 from ._model import AttributeValue, NetworkDeviceData
+from ._text import one_line
 
 if TYPE_CHECKING:
     from ._inventory import Inventory, MountedDevice
@@ -576,9 +577,9 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
                     if root
                     else "no PCIe root"
                 )
-                rows.append((1, (_printable(text),)))
+                rows.append((1, (one_line(text),)))
                 for group in _groups(roots[root]):
-                    rows.append((2, tuple(_printable(cell) for cell in _device_cells(group))))
+                    rows.append((2, tuple(one_line(cell) for cell in _device_cells(group))))
         return _layout(rows, width)
 
     def matrix(self, width: int = 80) -> str:
@@ -598,7 +599,7 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
                 row[index] = padded["same"]
                 lines.append(label.ljust(head) + "".join(row))
             lines.append("")
-            legend = [(2, tuple(_printable(c) for c in _device_cells(g))) for g in groups]
+            legend = [(2, tuple(one_line(c) for c in _device_cells(g))) for g in groups]
             lines.extend(_layout(legend, width, indent="").splitlines())
             lines.append("")
         lines.extend(
@@ -678,13 +679,6 @@ def _device_cells(group: list[TopologyDevice]) -> tuple[str, ...]:
         elif first.pci_bus_id:
             detail = first.pci_bus_id
     return (_group_label(group), name, first.driver, where, detail)
-
-
-def _printable(text: str) -> str:
-    """``text`` with characters that would break a line or a terminal escaped."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def _cut(line: str, width: int) -> str:
