@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -54,7 +55,8 @@ def _text(value: object) -> str | None:
 
 
 #: question -> (property of a MountedDevice, the get NAME, the env suffix, the JSON key)
-QUESTIONS: dict[str, tuple[Callable[[dm.MountedDevice], object], str, str, str]] = {
+#: Each property is asked of a MountedDevice, its Device and its TopologyDevice alike.
+QUESTIONS: dict[str, tuple[Callable[[Any], object], str, str, str]] = {
     "pci_bus_id": (lambda d: d.pci_bus_id, "pciBusID", "PCI_BUS_ID", "pciBusID"),
     "numa_nodes": (lambda d: d.numa_nodes, "numaNodes", "NUMA_NODES", "numaNodes"),
     "numa_node": (lambda d: d.numa_node, "numaNode", "NUMA_NODE", "numaNode"),
@@ -81,7 +83,7 @@ def test_every_door_gives_the_properties_answer(root: Path, question: str) -> No
         answers = [prop(device) for device in devices]
         for index, (device, answer) in enumerate(zip(devices, answers, strict=True)):
             assert prop(device.device) == answer  # the model's Device
-            assert prop(topo.find(device)) == answer  # type: ignore[arg-type] # same properties
+            assert prop(topo.find(device)) == answer
             entry = listed[(kind, claim, device.request, device.name)]
             assert entry[key] == (list(answer) if isinstance(answer, tuple) else answer)
             assert env.get(f"{prefix}{index}_{suffix}") == _text(answer), (prefix, index, suffix)
