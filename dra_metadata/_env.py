@@ -333,9 +333,19 @@ def _request_parts(
             source,
         ),
     ]
+    sets = {var_of[name]: name for name in _SETS if name in var_of}
+    singles = {var_of[name] for name in _SETS.values() if name in var_of}
     for var in sorted(columns):  # on every device, once, and a scalar unless only one device
         column = columns[var]
         if column is not None and len(column) == len(devices):
+            if var in sets:  # NUMA_NODES, PCIE_ROOTS: every one, once
+                items = dict.fromkeys(x for text in column for x in text.split(","))
+                ordered = sorted(items, key=int) if sets[var] == _NUMA_SET else list(items)
+                column = [",".join(ordered)]
+            elif var in singles:  # NUMA_NODE, PCIE_ROOT: only when one for all
+                if len(set(column)) != 1:
+                    continue
+                column = column[:1]
             head.append(Variable(prefix + var, ",".join(column), source, -1, _ATTRIBUTE, var))
     for var, network_column in network_columns.items():
         if devices and network_column is not None:
@@ -365,15 +375,75 @@ def _request_parts(
     return independent, parts()
 
 
+#: What the model answers for env in the standard names (``NUMA_NODES`` ...).
+_STD: Final = "resource.kubernetes.io" + DOMAIN_SEPARATOR
+_STD_PCI: Final = _STD + "pciBusID"
+_STD_ROOT: Final = _STD + "pcieRoot"
+#: Attribute local names the model's answers replace (their variables would share a name).
+_ANSWERED_LOCAL: Final = frozenset({"numaNode"})
+
+
 def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
-    """(attribute key, qualified name, value) of a device's attributes that have a value."""
+    """(attribute key, qualified name, value) of a device's attributes that have a value.
+
+    The device questions come from the model: ``NUMA_NODES`` (every node, a
+    list) and ``NUMA_NODE`` (only when there is exactly one) in place of every
+    ``numaNode`` attribute the answer read; ``PCI_BUS_ID`` in the standard form
+    (from an alias too); ``PCIE_ROOTS`` and ``PCIE_ROOT`` (only when one). Other
+    aliases (``pcieBusID``, ``numaNodeID``) keep their own variables, as written.
+    """
     found: list[tuple[str, str, AttributeValue]] = []
     domain = device.driver + DOMAIN_SEPARATOR
+    placed = False
     for key, attribute in device.attributes.items():
         value = attribute.value
         if value is not None:
-            found.append((key, key if DOMAIN_SEPARATOR in key else domain + key, value))
-    return found
+            qualified = key if DOMAIN_SEPARATOR in key else domain + key
+            found.append((key, qualified, value))
+            if not placed and (qualified in _PLACEMENT_NAMES or qualified.endswith(_NUMA_SUFFIX)):
+                placed = True
+    if not placed:  # the common case: nothing the model answers
+        return found
+    from ._device import numa_of, pci_address_of, pcie_roots_of
+
+    numa = numa_of(device)
+    read = {name for name, _ in numa.sources}
+    pci = pci_address_of(device)
+    roots = pcie_roots_of(device)
+    kept = [
+        entry
+        for entry in found
+        if not (
+            (entry[1] in read and entry[1].rpartition(DOMAIN_SEPARATOR)[2] in _ANSWERED_LOCAL)
+            or (entry[1] == _STD_PCI and pci is not None and pci.value is not None)
+            or (entry[1] == _STD_ROOT and roots)
+        )
+    ]
+    if numa.nodes:  # the lists as text: one column of the request each (see _SETS)
+        kept.append((_STD + "numaNodes", _STD + "numaNodes", ",".join(map(str, numa.nodes))))
+        if len(numa.nodes) == 1:
+            kept.append((_STD + "numaNode", _STD + "numaNode", numa.nodes[0]))
+    if pci is not None and pci.value is not None:
+        kept.append((_STD_PCI, _STD_PCI, pci.value))
+    if roots:
+        kept.append((_STD + "pcieRoots", _STD + "pcieRoots", ",".join(roots)))
+        if len(roots) == 1:
+            kept.append((_STD_ROOT, _STD_ROOT, roots[0]))
+    return kept
+
+
+def _placement_names() -> frozenset[str]:
+    from ._device import NUMA_ATTRIBUTES, PCI_BUS_ID_ATTRIBUTES
+
+    return frozenset((*NUMA_ATTRIBUTES, *PCI_BUS_ID_ATTRIBUTES, _STD_ROOT)) - {"{driver}/numaNode"}
+
+
+_PLACEMENT_NAMES: Final = _placement_names()
+#: The request's list of every node (root) its devices are local to, and the
+#: single one only when they all name the same one.
+_NUMA_SET: Final = _STD + "numaNodes"
+_SETS: Final = {_STD + "numaNodes": _STD + "numaNode", _STD + "pcieRoots": _STD_ROOT}
+_NUMA_SUFFIX: Final = DOMAIN_SEPARATOR + "numaNode"
 
 
 def _entries(found: list[tuple[str, str, AttributeValue]], var_of: dict[str, str]) -> list[_Entry]:

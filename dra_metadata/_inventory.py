@@ -192,23 +192,43 @@ class MountedDevice(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def pci_bus_id(self) -> str | None:
-        """The standard ``pciBusID`` attribute."""
+        """The PCI address in the standard form (see :attr:`Device.pci_bus_id`)."""
         return self.device.pci_bus_id
 
     @property
+    def pci_bus_id_source(self) -> str | None:
+        """The attribute :attr:`pci_bus_id` comes from."""
+        return self.device.pci_bus_id_source
+
+    @property
+    def pcie_roots(self) -> tuple[str, ...]:
+        """The standard ``pcieRoot``, as a tuple (see :attr:`Device.pcie_roots`)."""
+        return self.device.pcie_roots
+
+    @property
     def pcie_root(self) -> str | None:
-        """The standard ``pcieRoot`` attribute."""
+        """The PCIe root when there is exactly one."""
         return self.device.pcie_root
 
     @property
     def numa_nodes(self) -> tuple[int, ...]:
-        """The standard ``numaNode`` attribute, as a tuple."""
+        """The NUMA nodes the device is local to (see :attr:`Device.numa_nodes`)."""
         return self.device.numa_nodes
 
     @property
+    def numa_source(self) -> str | None:
+        """The attribute :attr:`numa_nodes` comes from."""
+        return self.device.numa_source
+
+    @property
     def numa_node(self) -> int | None:
-        """The device's own NUMA node."""
+        """The device's NUMA node when there is exactly one."""
         return self.device.numa_node
+
+    @property
+    def device_kind(self) -> DeviceKind:
+        """The device's kind (see :attr:`Device.device_kind`)."""
+        return self.device.device_kind
 
     @property
     def claim_label(self) -> str:
@@ -334,9 +354,9 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         """The request directory ``request`` (``req`` or ``req/sub``) of ``claim``.
 
         ``claim_kind`` (``"claim"`` or ``"template"``) tells a claim from a
-        template claim of the same name. Asked as every reader and command asks
-        (one resolver; see *Which request* in ``docs/reading.md``): ``req`` answers whatever subrequest was
-        allocated (:attr:`MountedRequest.subrequest` says which); ``req/sub`` one
+        template claim of the same name. Asked as every reader and command asks (one
+        resolver; *Which request* in ``docs/reading.md``): ``req`` answers whatever
+        subrequest was allocated (:attr:`MountedRequest.subrequest` says which); ``req/sub`` one
         that holds exactly it. Anything else raises the readers'
         :class:`~dra_metadata.MetadataNotFoundError` (the same words, naming
         what was allocated or what is nearby), never ``None``.

@@ -31,6 +31,8 @@ from ._versions import V1ALPHA1, V1BETA1
 if TYPE_CHECKING:
     import semver
 
+    from ._device import DeviceKind
+
 __all__ = [
     "ATTRIBUTE_KINDS",
     "DOMAIN_SEPARATOR",
@@ -375,52 +377,71 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
             for key, value in self.attributes.items()
         }
 
-    def _standard(self, local: str) -> AttributeValue | None:
-        return self.attribute(STANDARD_DOMAIN + DOMAIN_SEPARATOR + local)
-
     @property
     def pci_bus_id(self) -> str | None:
-        """``resource.kubernetes.io/pciBusID``: the PCI address (``0000:3b:00.0``)."""
-        value = self._standard("pciBusID")
-        return _first_str(value)
+        """The PCI address in the standard form (``0000:3b:00.0``), or ``None``.
+
+        From the standard ``resource.kubernetes.io/pciBusID``, else the names
+        drivers publish today (NVIDIA's ``pcieBusID`` ...; see
+        :data:`~dra_metadata.PCI_BUS_ID_ATTRIBUTES`); ``None`` too when the
+        attribute holds no PCI address. The attribute itself keeps its text.
+        """
+        from ._device import pci_address_of
+
+        found = pci_address_of(self)
+        return None if found is None else found.value
+
+    @property
+    def pci_bus_id_source(self) -> str | None:
+        """The attribute :attr:`pci_bus_id` comes from (``gpu.nvidia.com/pcieBusID``)."""
+        from ._device import pci_address_of
+
+        found = pci_address_of(self)
+        return None if found is None else found.source
+
+    @property
+    def pcie_roots(self) -> tuple[str, ...]:
+        """``resource.kubernetes.io/pcieRoot`` as a tuple: a string, or a list kept whole."""
+        from ._device import pcie_roots_of
+
+        return pcie_roots_of(self)
 
     @property
     def pcie_root(self) -> str | None:
-        """``resource.kubernetes.io/pcieRoot``: the PCIe root complex (``pci0000:3a``)."""
-        value = self._standard("pcieRoot")
-        return _first_str(value)
+        """The PCIe root complex (``pci0000:3a``) when there is exactly one, else ``None``."""
+        roots = self.pcie_roots
+        return roots[0] if len(roots) == 1 else None
 
     @property
     def numa_nodes(self) -> tuple[int, ...]:
-        """``resource.kubernetes.io/numaNode`` in either form, as a tuple.
+        """The NUMA nodes the device is local to, as a tuple (a list attribute kept whole).
 
-        The list form starts with the device's own node, followed by the nodes of
-        the same socket at the shortest distance.
+        From the standard ``resource.kubernetes.io/numaNode``, else the names
+        drivers publish today (:data:`~dra_metadata.NUMA_ATTRIBUTES`).
         """
-        value = self._standard("numaNode")
-        if isinstance(value, bool):
-            return ()
-        if isinstance(value, int):
-            return (value,)
-        if isinstance(value, tuple) and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value
-        ):
-            return tuple(int(v) for v in value)
-        return ()
+        from ._device import numa_of
+
+        return numa_of(self).nodes
+
+    @property
+    def numa_source(self) -> str | None:
+        """The attribute :attr:`numa_nodes` comes from (``dra.cpu/numaNodeID``)."""
+        from ._device import numa_of
+
+        return numa_of(self).source
 
     @property
     def numa_node(self) -> int | None:
-        """The device's own NUMA node: the scalar, or the first of the list form."""
+        """The device's NUMA node when there is exactly one, else ``None``."""
         nodes = self.numa_nodes
-        return nodes[0] if nodes else None
+        return nodes[0] if len(nodes) == 1 else None
 
+    @property
+    def device_kind(self) -> "DeviceKind":
+        """``gpu``, ``nic``, ``cpu``, ``memory`` or ``other``, by the documented rules."""
+        from ._device import device_kind
 
-def _first_str(value: AttributeValue | None) -> str | None:
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, tuple) and value and isinstance(value[0], str):
-        return str(value[0])
-    return None
+        return device_kind(self)
 
 
 class DeviceMetadataRequest(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):

@@ -40,6 +40,8 @@ from .._errors import (
     NotMountedError,
     StaleMetadataError,
 )
+from .._text import escape_char as _escape
+from .._text import one_line
 
 if TYPE_CHECKING:
     from .._inventory import Inventory
@@ -477,42 +479,6 @@ def fail(message: str) -> None:
         stream.flush()
     except (OSError, ValueError):
         sys.stderr = None  # nothing more is said, and the flush at exit is skipped
-
-
-#: Characters :func:`one_line` and :func:`json_text` write as short escapes.
-_SHORT_ESCAPES: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape(char: str) -> str:
-    code = ord(char)
-    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (os.fsdecode's surrogate)
-        return f"\\x{code - 0xDC00:02x}"
-    short = _SHORT_ESCAPES.get(char)
-    if short is not None:
-        return short
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
-
-
-def one_line(text: str) -> str:
-    r"""``text`` as one line that cannot drive a terminal: every unprintable character escaped.
-
-    Newlines, carriage returns, tabs, ESC and the other control characters, line
-    and paragraph separators, and bytes of a name that were not UTF-8 become
-    ``\n``, ``\r``, ``\t``, ``\xNN`` or ``\uNNNN``; printable text (``é``
-    included) stays as it is.
-
-    >>> print(one_line("evil/v1\x1b[2J\nFAKE LINE"))
-    evil/v1\x1b[2J\nFAKE LINE
-    >>> one_line("caf\xe9 gpu")
-    'café gpu'
-    """
-    if text.isprintable():
-        return text
-    return "".join(char if char.isprintable() else _escape(char) for char in text)
 
 
 def json_text(text: str) -> str:
