@@ -517,7 +517,7 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
                 found.setdefault(root, []).append(device)
         return {root: found[root] for root in sorted(found, key=os.fsencode)}
 
-    def affinity_table(self) -> _Affinities:
+    def _affinity_table(self) -> _Affinities:
         """The devices' placement classes and the affinity between classes (O(n) to build)."""
         return _Affinities(self.devices)
 
@@ -526,7 +526,7 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
 
         What ``to_dict()["affinity"]`` holds, one row at a time.
         """
-        table = self.affinity_table()
+        table = self._affinity_table()
         labels = [device.label for device in self.devices]
         pairs = list(zip(labels, table.class_of, strict=True))
         for index, device in enumerate(self.devices):

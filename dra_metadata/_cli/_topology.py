@@ -141,7 +141,7 @@ def write_json(topo: Topology) -> None:
     for key, value in head.items():
         write_stdout(b'  "' + key.encode() + b'": ' + _indented(_utf8(value), 1) + b",\n")
     write_stdout(b'  "affinity": ')
-    table = topo.affinity_table()
+    table = topo._affinity_table()
     labels = [device.label.encode() for device in topo.devices]
     keys = [b'\n      "' + label + b'": "' for label in labels]
     bodies: dict[int, tuple[bytes, list[int]]] = {}
