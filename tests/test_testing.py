@@ -403,7 +403,10 @@ def test_testing_module_surface_is_listed_and_documented() -> None:
 
     defined = set()
     for node in ast.parse(Path(kit.__file__).read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+        if isinstance(node, ast.ImportFrom) and node.module == "_model":
+            # The one conversion of plain values lives in the model; the kit passes it on.
+            defined.update(a.name for a in node.names if a.name in ("to_attribute", "AttributeInput"))
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
             defined.add(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
