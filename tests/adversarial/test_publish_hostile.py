@@ -615,3 +615,40 @@ def test_a_full_disk_keeps_the_old_file_whole(small_tmpfs: Path, mode: str) -> N
     assert written.metadata.generation == 3  # the failed update's 2 was kept: never reused
     pub.unprepare(CLAIM)
     assert os.listdir(pub.cdi_dir) == []
+
+
+# --- another uid ---------------------------------------------------------------------------
+
+
+def test_a_publisher_without_rights_gets_a_publish_error_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """As an unprivileged uid on root's directories: each call a PublishError naming the path."""
+    from tests.adversarial._asuser import CHMOD_UID, need_root, run_as
+
+    need_root()
+    pub = publisher(tmp_path)
+    pub.prepare(CLAIM, "gpu", [pub.device("n", "d")])
+    os.chmod(tmp_path, 0o755)
+    before = snapshot(tmp_path / "plugins")
+
+    def child() -> int:
+        other = dm.ClaimRef(name="other", namespace="ns", uid="u2")
+        for call in (
+            lambda: pub.prepare(other, "gpu", [pub.device("n", "d")]),
+            lambda: pub.update(CLAIM, "gpu", [pub.device("n", "d")]),
+            lambda: pub.unprepare(CLAIM),
+        ):
+            try:
+                call()
+            except dm.PublishError as err:
+                os.write(1, f"PublishError {err.path}\n".encode())
+        return 0
+
+    result = run_as(CHMOD_UID, child)
+    assert result.status == 0, result.stderr
+    assert result.stderr == b""
+    lines = result.stdout.decode().splitlines()
+    assert len(lines) == 3
+    assert all(line.startswith(f"PublishError {pub.plugin_data_dir}") for line in lines)
+    assert snapshot(tmp_path / "plugins") == before
