@@ -719,3 +719,71 @@ def test_names_that_would_share_a_directory_or_cdi_device_are_refused(
     with pytest.raises(dm.InvalidNameError, match="is not one Kubernetes gives"):
         pub.prepare(dm.ClaimRef(name="c", namespace="ns", uid="a_b"), "c", [pub.device("n", "d")])
     assert not Path(pub.plugin_data_dir).exists()
+
+
+# --- generations that only grow, and the publisher's own files -----------------------------------
+
+
+def test_prepare_of_a_prepared_request_goes_on_above_its_generations(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """A second prepare (after a failed update, say) never writes a generation seen before;
+    after unprepare, prepare starts at 1 as Go's writer does."""
+    device = pub.device("n", "d")
+    path = pub.metadata_path(CLAIM, "r")
+    pub.prepare(CLAIM, "r", [device])
+    assert pub.update(CLAIM, "r", [device]).metadata.generation == 2
+    pub.prepare(CLAIM, "r", [device])
+    assert dm.read_file(path).metadata.generation == 3
+    pub.prepare(CLAIM, "other", [device])  # each request counts on its own
+    assert dm.read_file(pub.metadata_path(CLAIM, "other")).metadata.generation == 1
+    pub.unprepare(CLAIM)
+    pub.prepare(CLAIM, "r", [device])
+    assert dm.read_file(path).metadata.generation == 1
+
+
+def test_the_lock_and_state_files_sit_where_no_reader_looks(pub: dm.MetadataPublisher) -> None:
+    """<plugin data dir>/dra-metadata-publisher/<ns>_<claim>.{lock,state}; gone after unprepare."""
+    state_dir = os.path.join(pub.plugin_data_dir, "dra-metadata-publisher")
+    assert pub.lock_path(CLAIM) == os.path.join(state_dir, "default_my-claim.lock")
+    assert pub.state_path(CLAIM) == os.path.join(state_dir, "default_my-claim.state")
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    assert json.loads(Path(pub.state_path(CLAIM)).read_text()) == {
+        "requests": {"r": {"generation": 1, "podClaimName": None}}
+    }
+    assert os.path.exists(pub.lock_path(CLAIM))
+    assert sorted(os.listdir(pub.plugin_data_dir)) == [
+        "dra-device-metadata",
+        "dra-metadata-publisher",
+    ]
+    pub.unprepare(CLAIM)
+    assert os.listdir(state_dir) == []
+
+
+def test_temporaries_of_killed_writes_go_at_the_next_call_and_at_unprepare(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """What a kill -9 mid-write leaves (node, CDI and state temporaries) goes; others' stay."""
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+
+    def plant() -> list[Path]:
+        spec = Path(pub.cdi_spec_path(CLAIM, "r"))
+        state = Path(pub.state_path(CLAIM))
+        planted = [
+            Path(pub.metadata_path(CLAIM, "r")).parent / ".metadata.json.1a2b3c4d.tmp",
+            spec.parent / f".{spec.name}.1a2b3c4d.tmp",
+            state.parent / f".{state.name}.1a2b3c4d.tmp",
+        ]
+        for path in planted:
+            path.write_bytes(b"half")
+        return planted
+
+    others = Path(pub.cdi_dir) / ".other.example.com_metadata_u9_r.json.1a2b3c4d.tmp"
+    others.write_bytes(b"not ours")
+    planted = plant()
+    pub.update(CLAIM, "r", [pub.device("n", "d")])
+    assert [path for path in planted if path.exists()] == []
+    planted = plant()
+    pub.unprepare(CLAIM)
+    assert [path for path in planted if path.exists()] == []
+    assert others.exists()
