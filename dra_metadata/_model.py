@@ -20,8 +20,8 @@ annotations``): building the msgspec decoder then takes a third of the time,
 which is most of what a command line call spends on its first ``decode()``.
 """
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, TypeAlias
 
 import msgspec
 import msgspec.structs
@@ -40,6 +40,7 @@ __all__ = [
     "STANDARD_DOMAIN",
     "V1ALPHA1",
     "V1BETA1",
+    "AttributeInput",
     "AttributeKind",
     "AttributeValue",
     "Device",
@@ -53,6 +54,7 @@ __all__ = [
     "ObjectMeta",
     "OwnerReference",
     "VersionValue",
+    "to_attribute",
     "wire_names",
 ]
 
@@ -669,4 +671,71 @@ def _as_lists(value: Any) -> Any:
         return {key: _as_lists(item) for key, item in value.items()}
     if isinstance(value, tuple | list):
         return [_as_lists(item) for item in value]
+    return value
+
+
+#: What an attribute can be given as (see :func:`to_attribute`).
+AttributeInput: TypeAlias = (
+    bool
+    | int
+    | str
+    | VersionValue
+    | DeviceAttribute
+    | Sequence[bool]
+    | Sequence[int]
+    | Sequence[str]
+    | Sequence[VersionValue]
+)
+
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+
+
+def to_attribute(value: AttributeInput) -> DeviceAttribute:
+    """The :class:`~dra_metadata.DeviceAttribute` for a plain Python value.
+
+    ``bool`` becomes ``bool``, ``int`` ``int``, :class:`~dra_metadata.VersionValue`
+    ``version``, ``str`` ``string``; a non-empty list or tuple becomes the list
+    form of its items' kind. A ``DeviceAttribute`` is taken as it is.
+
+    The one conversion of plain values: the testing kit's builders and
+    :meth:`~dra_metadata.MetadataPublisher.device` both use it. ``TypeError``
+    for a value of no attribute kind, ``ValueError`` for an int outside int64
+    or an empty list.
+
+    >>> to_attribute(True), to_attribute(3), to_attribute("A100")
+    (DeviceAttribute(bool=True), DeviceAttribute(int=3), DeviceAttribute(string='A100'))
+    >>> to_attribute([0, 1])
+    DeviceAttribute(ints=(0, 1))
+    """
+    if isinstance(value, DeviceAttribute):
+        return value
+    if isinstance(value, bool):
+        return DeviceAttribute(bool=value)
+    if isinstance(value, int):
+        return DeviceAttribute(int=_int64(value))
+    if isinstance(value, VersionValue):
+        return DeviceAttribute(version=str(value))
+    if isinstance(value, str):
+        return DeviceAttribute(string=value)
+    if isinstance(value, (list, tuple)):
+        items = tuple(value)
+        if not items:
+            raise ValueError("an empty list has no kind (Kubernetes treats it as not set)")
+        if all(isinstance(item, bool) for item in items):
+            return DeviceAttribute(bools=items)
+        if all(isinstance(item, int) and not isinstance(item, bool) for item in items):
+            return DeviceAttribute(ints=tuple(_int64(item) for item in items))
+        if all(isinstance(item, VersionValue) for item in items):
+            return DeviceAttribute(versions=tuple(str(item) for item in items))
+        if all(isinstance(item, str) and not isinstance(item, VersionValue) for item in items):
+            return DeviceAttribute(strings=items)
+        kinds = sorted({type(item).__name__ for item in items})
+        raise TypeError(f"list attribute items must all be of one kind, got {', '.join(kinds)}")
+    raise TypeError(f"cannot make a device attribute of {type(value).__name__}")
+
+
+def _int64(value: int) -> int:
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"int attribute {value} does not fit in 64 bits")
     return value
