@@ -535,11 +535,14 @@ class Session:
             return []
         writes = None if self.settle_delay is None else self.notifier.writes(path)
         closes = None  # the writer closed: one read, marked by the closes heard before it
-        if writes is not None and writes.known:
+        if writes is not None:
             busy = writes.busy_since()
             if busy is None:
-                closes = writes.closes
-            elif now - busy < CLOSE_WAIT:
+                if writes.known:
+                    closes = writes.closes
+            elif (writes.known or writes.opens) and now - busy < CLOSE_WAIT:
+                # A writer is at work, and its close will be heard: it opened the
+                # file since the watch began, or no handle from before is left.
                 return tracked.wait_for_close(writes, busy, now)
         read_at = time.time()
         try:
