@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import enum
 import os
-from dataclasses import dataclass
 from typing import Final
 
 # At run time too: typing.get_type_hints() and help() resolve WaitTimeoutError.last_seen.
@@ -262,7 +261,6 @@ def go_quote(text: str) -> str:
     return '"' + "".join([go_escape_rune(ord(char), '"') for char in text]) + '"'
 
 
-@dataclass(frozen=True, slots=True)
 class FieldError:
     """One validation error, as the Go reference's ``field.Error`` reports it.
 
@@ -270,22 +268,72 @@ class FieldError:
     ``type`` an :class:`ErrorType`, ``bad_value`` the offending value (Go's
     ``"<value omitted>"`` for ``Too long``), ``detail`` the explanation, and
     ``origin`` the rule that fired (``format=k8s-short-name``, ``maxItems`` ...)
-    where Go records one. ``str()`` is Go's rendering.
+    where Go records one. ``str()`` is Go's rendering. Immutable, compared and
+    hashed by its five fields.
 
     >>> str(FieldError("podClaimName", ErrorType.INVALID, "BAD", "must be lower case"))
     'podClaimName: Invalid value: "BAD": must be lower case'
     """
 
-    #: Go's field path: ``requests[0].devices[1].attributes[model]``.
+    # A plain class, not a dataclass: ``dataclasses`` imports ``inspect`` (and with it
+    # ``ast``, ``dis`` and ``tokenize``), which every command would load for this class.
+    __slots__ = ("bad_value", "detail", "field", "origin", "type")
+    __match_args__ = ("field", "type", "bad_value", "detail", "origin")
+
+    #: Go's path of the offending field.
     field: str
-    #: The kind of error, as Go names it.
+    #: What kind of error (Go's ``field.ErrorType``).
     type: ErrorType
-    #: The offending value (Go's ``"<value omitted>"`` for ``Too long``).
-    bad_value: BadValue = None
-    #: The explanation, as Go words it.
-    detail: str = ""
-    #: The rule that fired (``format=k8s-short-name``, ``maxItems`` ...), where Go records one.
-    origin: str = ""
+    #: The offending value, or :data:`VALUE_OMITTED`.
+    bad_value: BadValue
+    #: The explanation (may be empty).
+    detail: str
+    #: The rule that fired, where Go records one (may be empty).
+    origin: str
+
+    def __init__(
+        self,
+        field: str,
+        type: ErrorType,  # noqa: A002 - Go's name, and the field's
+        bad_value: BadValue = None,
+        detail: str = "",
+        origin: str = "",
+    ) -> None:
+        for name, value in zip(
+            self.__match_args__, (field, type, bad_value, detail, origin), strict=True
+        ):
+            object.__setattr__(self, name, value)
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.field, self.type, self.bad_value, self.detail, self.origin)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}("
+            + ", ".join(
+                f"{name}={value!r}"
+                for name, value in zip(self.__match_args__, self._fields(), strict=True)
+            )
+            + ")"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, FieldError)
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (type(self), self._fields())  # pickle and copy go through __init__
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
 
     def body(self) -> str:
         """The message without the field path (Go's ``ErrorBody``)."""
