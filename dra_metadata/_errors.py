@@ -227,6 +227,36 @@ _GO_SHORT_ESCAPES: Final = {
 }
 
 
+# Go's IsPrint follows Go's Unicode tables (Go 1.26: Unicode 15.0.0), str.isprintable()
+# Python's (3.11: 14.0.0, 3.12: 15.0.0, 3.13: 15.1.0). Where they differ, Go's wins: code
+# points printable in 15.0.0 but unknown to 14.0.0, and ones 15.1.0 added. The goref
+# suite compares every code point with Go's strconv.Quote (tests/goref/test_quote.py).
+_GO_PRINT_RANGES: Final = (
+    (0xCF3, 0xCF3), (0xECE, 0xECE), (0x10EFD, 0x10EFF), (0x1123F, 0x11241),
+    (0x11B00, 0x11B09), (0x11F00, 0x11F10), (0x11F12, 0x11F3A), (0x11F3E, 0x11F59),
+    (0x1342F, 0x1342F), (0x13440, 0x13455), (0x1B132, 0x1B132), (0x1B155, 0x1B155),
+    (0x1D2C0, 0x1D2D3), (0x1DF25, 0x1DF2A), (0x1E030, 0x1E06D), (0x1E08F, 0x1E08F),
+    (0x1E4D0, 0x1E4F9), (0x1F6DC, 0x1F6DC), (0x1F774, 0x1F776), (0x1F77B, 0x1F77F),
+    (0x1F7D9, 0x1F7D9), (0x1FA75, 0x1FA77), (0x1FA87, 0x1FA88), (0x1FAAD, 0x1FAAF),
+    (0x1FABB, 0x1FABD), (0x1FABF, 0x1FABF), (0x1FACE, 0x1FACF), (0x1FADA, 0x1FADB),
+    (0x1FAE8, 0x1FAE8), (0x1FAF7, 0x1FAF8), (0x2B739, 0x2B739), (0x31350, 0x323AF),
+)  # fmt: skip
+_GO_NOT_PRINT_RANGES: Final = ((0x2FFC, 0x2FFF), (0x31EF, 0x31EF), (0x2EBF0, 0x2EE5D))
+
+
+def _in_ranges(code: int, ranges: tuple[tuple[int, int], ...]) -> bool:
+    return any(low <= code <= high for low, high in ranges)
+
+
+def go_is_print(code: int) -> bool:
+    """Go's ``strconv.IsPrint`` (categories L, M, N, P, S and ' ', in Go's Unicode version)."""
+    if code < 0x80:
+        return 0x20 <= code < 0x7F
+    if chr(code).isprintable():
+        return code < 0x2FFC or not _in_ranges(code, _GO_NOT_PRINT_RANGES)
+    return code >= 0xCF3 and _in_ranges(code, _GO_PRINT_RANGES)
+
+
 def go_escape_rune(code: int, quote: str) -> str:
     r"""Go's ``strconv`` escaping of the rune ``code`` inside a ``quote``-delimited literal.
 
@@ -238,7 +268,7 @@ def go_escape_rune(code: int, quote: str) -> str:
     char = chr(code)
     if char == quote or char == "\\":
         return "\\" + char
-    if char.isprintable():  # the categories of Go's IsPrint: L, M, N, P, S and ' '
+    if go_is_print(code):
         return char
     short = _GO_SHORT_ESCAPES.get(code)
     if short is not None:
