@@ -433,7 +433,7 @@ class Pod:
     def remove(self) -> None:
         """Stop and remove the containers, then the sandbox, as the kubelet does at pod deletion."""
         for container in self.containers:
-            self.containerd.call("StopContainer", {"containerId": container, "timeout": 5})
+            self.containerd.call("StopContainer", {"containerId": container, "timeout": 2})
             self.containerd.call("RemoveContainer", {"containerId": container})
         self.containerd.call("StopPodSandbox", {"podSandboxId": self.id})
         self.containerd.call("RemovePodSandbox", {"podSandboxId": self.id})

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,6 +44,26 @@ pytestmark = pytest.mark.cri
 Pods = Callable[[str, str], Pod]
 
 
+def empty_dirs(spec: dict[str, Any], tmp_path: Path) -> dict[str, Path]:
+    """The pod's emptyDir volumes, made as the kubelet makes them (mode 0777), by name."""
+    made = {}
+    for volume in spec["volumes"]:
+        assert "emptyDir" in volume, volume
+        path = tmp_path / "volumes" / "kubernetes.io~empty-dir" / volume["name"]
+        path.mkdir(parents=True)
+        path.chmod(0o777)  # the image's user is not root
+        made[volume["name"]] = path
+    return made
+
+
+def volume_mounts(container: dict[str, Any], volumes: dict[str, Path]) -> list[Mount]:
+    """The container's volumeMounts, as the CRI mounts the kubelet passes."""
+    return [
+        Mount(volumes[m["name"]], m["mountPath"], m.get("readOnly", False))
+        for m in container.get("volumeMounts", [])
+    ]
+
+
 def test_init_container_env_file_reaches_the_main_container(
     cri_image: str, cri_node: Node, pods: Pods, tmp_path: Path
 ) -> None:
@@ -52,26 +73,17 @@ def test_init_container_env_file_reaches_the_main_container(
     (init,) = spec["initContainers"]
     (main,) = spec["containers"]
     device = cri_node.prepare_cdi(gpu_claim(), "gpu", gpus(cri_node))
-    (volume,) = spec["volumes"]
-    empty_dir = tmp_path / "volumes" / "kubernetes.io~empty-dir" / volume["name"]
-    empty_dir.mkdir(parents=True)
-    empty_dir.chmod(0o777)  # as the kubelet makes an emptyDir: the image's user is not root
-
-    def mounts(container: dict[str, object]) -> list[Mount]:
-        found = container["volumeMounts"]
-        assert isinstance(found, list)
-        return [Mount(empty_dir, m["mountPath"], m.get("readOnly", False)) for m in found]
-
+    volumes = empty_dirs(spec, tmp_path)
     pod = pods("trainer-0", "ml-team")
     done = pod.run(
         init["name"], cri_image, init["command"], init.get("args", []),
-        cdi_devices=[device], mounts=mounts(init),
+        cdi_devices=[device], mounts=volume_mounts(init, volumes),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     # The trainer's own command, with `env` standing in for the training program.
     done = pod.run(
         main["name"], cri_image, main["command"], ["env"],
-        cdi_devices=[device], mounts=mounts(main),
+        cdi_devices=[device], mounts=volume_mounts(main, volumes),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     shown = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
@@ -79,6 +91,34 @@ def test_init_container_env_file_reaches_the_main_container(
     expected = dm.env_vars(root=cri_node.container_view(tmp_path / "view"), pod_claim="gpu")
     assert dra_variables(done.stdout) == expected
     assert expected["DRA_GPU_GPU_COUNT"] == "2"
+
+
+def test_nic_wait_pod_starts_its_worker_once_the_network_data_lands(
+    cri_image: str, cri_node: Node, pods: Pods, tmp_path: Path
+) -> None:
+    """nic-wait.yaml as the kubelet runs it: the init container waits for the network
+    data the driver writes in place after the pod started, then the worker serves on it."""
+    spec = pod_spec("nic-wait.yaml")
+    (init,) = spec["initContainers"]
+    (main,) = spec["containers"]
+    device = cri_node.prepare_cdi(NIC, "eth", vf(cri_node))
+    volumes = empty_dirs(spec, tmp_path)
+    pod = pods("net-worker", "ml-team")
+    waiting = pod.start(
+        init["name"], cri_image, init["command"], init.get("args", []),
+        cdi_devices=[device], mounts=volume_mounts(init, volumes),
+    )  # fmt: skip
+    assert pod.status(waiting)["state"] == "CONTAINER_RUNNING"
+    cri_node.pub.update(NIC, "eth", vf(cri_node, NETWORK), mode="in-place")
+    done = pod.wait(waiting, timeout=60)
+    assert done.returncode == 0, done.stderr
+    worker = pod.start(
+        main["name"], cri_image, main["command"], main.get("args", []),
+        cdi_devices=[device], mounts=volume_mounts(main, volumes),
+    )  # fmt: skip
+    out, _ = pod.wait_logs(worker, "serving on")
+    assert out == "serving on net1 (10.20.30.41/24)\n"
+    assert pod.status(worker)["state"] == "CONTAINER_RUNNING"
 
 
 def test_in_place_update_reaches_a_running_wait(cri_image: str, cri_node: Node, pods: Pods) -> None:
