@@ -94,7 +94,7 @@ from ._model import (
     DeviceMetadata,
     NetworkDeviceData,
 )
-from ._paths import RootArg, root_path
+from ._paths import RootArg
 from ._read import DEFAULT_MAX_SIZE
 
 if TYPE_CHECKING:
@@ -333,9 +333,19 @@ def _request_parts(
             source,
         ),
     ]
+    sets = {var_of[name]: name for name in _SETS if name in var_of}
+    singles = {var_of[name] for name in _SETS.values() if name in var_of}
     for var in sorted(columns):  # on every device, once, and a scalar unless only one device
         column = columns[var]
         if column is not None and len(column) == len(devices):
+            if var in sets:  # NUMA_NODES, PCIE_ROOTS: every one, once
+                items = dict.fromkeys(x for text in column for x in text.split(","))
+                ordered = sorted(items, key=int) if sets[var] == _NUMA_SET else list(items)
+                column = [",".join(ordered)]
+            elif var in singles:  # NUMA_NODE, PCIE_ROOT: only when one for all
+                if len(set(column)) != 1:
+                    continue
+                column = column[:1]
             head.append(Variable(prefix + var, ",".join(column), source, -1, _ATTRIBUTE, var))
     for var, network_column in network_columns.items():
         if devices and network_column is not None:
@@ -365,15 +375,75 @@ def _request_parts(
     return independent, parts()
 
 
+#: What the model answers for env in the standard names (``NUMA_NODES`` ...).
+_STD: Final = "resource.kubernetes.io" + DOMAIN_SEPARATOR
+_STD_PCI: Final = _STD + "pciBusID"
+_STD_ROOT: Final = _STD + "pcieRoot"
+#: Attribute local names the model's answers replace (their variables would share a name).
+_ANSWERED_LOCAL: Final = frozenset({"numaNode"})
+
+
 def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
-    """(attribute key, qualified name, value) of a device's attributes that have a value."""
+    """(attribute key, qualified name, value) of a device's attributes that have a value.
+
+    The device questions come from the model: ``NUMA_NODES`` (every node, a
+    list) and ``NUMA_NODE`` (only when there is exactly one) in place of every
+    ``numaNode`` attribute the answer read; ``PCI_BUS_ID`` in the standard form
+    (from an alias too); ``PCIE_ROOTS`` and ``PCIE_ROOT`` (only when one). Other
+    aliases (``pcieBusID``, ``numaNodeID``) keep their own variables, as written.
+    """
     found: list[tuple[str, str, AttributeValue]] = []
     domain = device.driver + DOMAIN_SEPARATOR
+    placed = False
     for key, attribute in device.attributes.items():
         value = attribute.value
         if value is not None:
-            found.append((key, key if DOMAIN_SEPARATOR in key else domain + key, value))
-    return found
+            qualified = key if DOMAIN_SEPARATOR in key else domain + key
+            found.append((key, qualified, value))
+            if not placed and (qualified in _PLACEMENT_NAMES or qualified.endswith(_NUMA_SUFFIX)):
+                placed = True
+    if not placed:  # the common case: nothing the model answers
+        return found
+    from ._device import numa_of, pci_address_of, pcie_roots_of
+
+    numa = numa_of(device)
+    read = {name for name, _ in numa.sources}
+    pci = pci_address_of(device)
+    roots = pcie_roots_of(device)
+    kept = [
+        entry
+        for entry in found
+        if not (
+            (entry[1] in read and entry[1].rpartition(DOMAIN_SEPARATOR)[2] in _ANSWERED_LOCAL)
+            or (entry[1] == _STD_PCI and pci is not None and pci.value is not None)
+            or (entry[1] == _STD_ROOT and roots)
+        )
+    ]
+    if numa.nodes:  # the lists as text: one column of the request each (see _SETS)
+        kept.append((_STD + "numaNodes", _STD + "numaNodes", ",".join(map(str, numa.nodes))))
+        if len(numa.nodes) == 1:
+            kept.append((_STD + "numaNode", _STD + "numaNode", numa.nodes[0]))
+    if pci is not None and pci.value is not None:
+        kept.append((_STD_PCI, _STD_PCI, pci.value))
+    if roots:
+        kept.append((_STD + "pcieRoots", _STD + "pcieRoots", ",".join(roots)))
+        if len(roots) == 1:
+            kept.append((_STD_ROOT, _STD_ROOT, roots[0]))
+    return kept
+
+
+def _placement_names() -> frozenset[str]:
+    from ._device import NUMA_ATTRIBUTES, PCI_BUS_ID_ATTRIBUTES
+
+    return frozenset((*NUMA_ATTRIBUTES, *PCI_BUS_ID_ATTRIBUTES, _STD_ROOT)) - {"{driver}/numaNode"}
+
+
+_PLACEMENT_NAMES: Final = _placement_names()
+#: The request's list of every node (root) its devices are local to, and the
+#: single one only when they all name the same one.
+_NUMA_SET: Final = _STD + "numaNodes"
+_SETS: Final = {_STD + "numaNodes": _STD + "numaNode", _STD + "pcieRoots": _STD_ROOT}
+_NUMA_SUFFIX: Final = DOMAIN_SEPARATOR + "numaNode"
 
 
 def _entries(found: list[tuple[str, str, AttributeValue]], var_of: dict[str, str]) -> list[_Entry]:
@@ -580,20 +650,23 @@ def env_vars(
     """The environment variables ``dra-metadata env`` prints, in the same order.
 
     With ``profile`` (``"cuda"``, or several: ``["cuda", "nccl"]``), the
-    variables of those framework profiles instead (see
-    :mod:`dra_metadata._profiles`); one that cannot be built raises
+    variables of those framework profiles instead (listed in the guide's *Topology,
+    profiles and doctor* page, ``docs/topology.md``); one that cannot be built raises
     :class:`~dra_metadata.EnvError` saying what is missing.
 
     Reads every request under ``root`` (default ``$DRA_METADATA_ROOT``, else the
     container directory), or those of the claim named ``claim``, of the claim
     made from a template that the pod spec calls ``pod_claim`` (as in
     :func:`watch`), of requests named ``request`` or of one ``driver``.
-    The naming scheme is described in the module :mod:`dra_metadata._env`
-    (and the README): ``DRA_<CLAIM>_<REQUEST>_...``. Symbolic links below the
+    The naming scheme is in the guide's *Environment variables* page
+    (``docs/env.md``): ``DRA_<CLAIM>_<REQUEST>_...``. Symbolic links below the
     root are not followed.
 
+    ``request`` is asked as every reader asks it (``gpu/low-memory`` when
+    ``gpu/high-memory`` was allocated is the readers' not-found, naming it).
     Raises :class:`~dra_metadata.MetadataNotFoundError` when the root, or what
-    was asked for, is not there, :class:`~dra_metadata.DecodeError` for a file
+    was asked for, is not there (an empty root included: the one wording of
+    every door), :class:`~dra_metadata.DecodeError` for a file
     that does not decode, and :class:`~dra_metadata.EnvError` when two sources
     map to one name or a value holds a NUL (the CLI prints the rest instead).
 
@@ -604,27 +677,26 @@ def env_vars(
     >>> env["DRA_GPU_GPU_UUID"].split(",")[0]
     'GPU-8f6c2a4e-0b1d-4c55-9a1e-3d2b7c9e0f11'
     """
-    from ._inventory import from_entries
-    from ._scan import scan
+    from ._inventory import mounted
+    from ._select import ask
 
     if claim is not None and pod_claim is not None:
         raise ValueError("env_vars(): give claim or pod_claim, not both")
     if not isinstance(prefix, str) or not valid_prefix(prefix):
         raise ValueError(f"env_vars(): prefix {prefix!r} cannot start a variable name")
-    entries = scan(
-        root,
+    question = ask(
         kind="claim" if claim is not None else "template" if pod_claim is not None else None,
         claim=claim if claim is not None else pod_claim,
         request=request,
         driver=driver,
-        max_size=max_size,
     )
+    found = mounted(question, root, max_size=max_size)
     if profile is not None:
         from ._profiles import profile_variables
 
         names = [profile] if isinstance(profile, str) else list(profile)
-        return profile_variables(from_entries(root_path(root), entries), names)
-    variables, problems = collect(from_entries(root_path(root), entries), prefix=prefix)
+        return profile_variables(found, names)
+    variables, problems = collect(found, prefix=prefix)
     if problems:
         raise problems[0]
     return variables

@@ -24,10 +24,10 @@ from __future__ import annotations
 import enum
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-if TYPE_CHECKING:
-    from ._model import MergedDeviceMetadata
+# At run time too: typing.get_type_hints() and help() resolve WaitTimeoutError.last_seen.
+from ._model import MergedDeviceMetadata
 
 __all__ = [
     "VALUE_OMITTED",
@@ -56,6 +56,7 @@ class DRAMetadataError(Exception):
     ``path`` is the file or directory the error is about, when there is one.
     """
 
+    #: The file or directory the error is about, when there is one.
     path: str | None
 
     def __init__(self, message: str, *, path: str | None = None) -> None:
@@ -91,6 +92,7 @@ class MetadataNotFoundError(DRAMetadataError, FileNotFoundError):
     the deepest path looked at.
     """
 
+    #: The names offered instead, closest match first (empty when nothing is near).
     nearby: tuple[str, ...]
 
     def __init__(
@@ -152,6 +154,7 @@ class WaitTimeoutError(DRAMetadataError, TimeoutError):
     at that moment, or ``None``; ``path`` is the request directory.
     """
 
+    #: The request's merged metadata when the wait gave up, or ``None``.
     last_seen: MergedDeviceMetadata | None
 
     def __init__(
@@ -273,10 +276,15 @@ class FieldError:
     'podClaimName: Invalid value: "BAD": must be lower case'
     """
 
+    #: Go's field path: ``requests[0].devices[1].attributes[model]``.
     field: str
+    #: The kind of error, as Go names it.
     type: ErrorType
+    #: The offending value (Go's ``"<value omitted>"`` for ``Too long``).
     bad_value: BadValue = None
+    #: The explanation, as Go words it.
     detail: str = ""
+    #: The rule that fired (``format=k8s-short-name``, ``maxItems`` ...), where Go records one.
     origin: str = ""
 
     def body(self) -> str:

@@ -6,14 +6,16 @@ saying what was checked, what was expected, what was found, and which file
 said so:
 
 ``pci-device``
-    a PCI address (``resource.kubernetes.io/pciBusID``, or a driver's own name
-    for it: NVIDIA's ``pcieBusID``, dranet's ``pciAddress``) exists under
-    ``<sys>/bus/pci/devices``;
+    the device's PCI address (:attr:`Device.pci_bus_id
+    <dra_metadata.Device.pci_bus_id>`: the standard ``pciBusID`` or a driver's
+    own name for it) exists under ``<sys>/bus/pci/devices``. Only a valid PCI
+    address names a path: an attribute that holds anything else is a finding,
+    and nothing is read for it;
 ``numa-node``
-    its sysfs ``numa_node`` is the device's own NUMA node (``-1``: none);
+    its sysfs ``numa_node`` is one of the device's NUMA nodes (``-1``: none);
 ``pcie-root``
-    the PCIe root in its sysfs path (``<sys>/devices/pci0000:3a/...``) is the
-    ``pcieRoot`` attribute;
+    the PCIe root in its sysfs path (``<sys>/devices/pci0000:3a/...``) is one
+    of the ``pcieRoot`` attribute's roots;
 ``interface``, ``hardware-address``, ``ip``
     the network data's interface exists in this network namespace, with that
     hardware address and each of those IPs (read with ``ip -json address``
@@ -24,10 +26,15 @@ said so:
     ``cpuset.effective_cpus``, found through ``<proc>/self/cgroup``;
 ``file``
     every metadata file decodes and is current: a mounted file whose node copy
-    was replaced has ``st_nlink == 0`` and will never change again (stale).
+    was replaced has ``st_nlink == 0`` and will never change again (stale);
+``device``
+    no device is listed twice in one request.
 
 The sysfs, procfs and cgroup roots are parameters, so tests and odd systems
-can point elsewhere.
+can point elsewhere. Every file is opened without blocking and read only when
+it is a regular file (a FIFO or a device under those roots is a finding, not a
+hang), ``ip`` gets a timeout, and a CPU list is kept as ranges, so
+``0-4000000000`` costs what ``0-4`` does.
 
 >>> import dra_metadata as dm
 >>> report = dm.check_live("examples/topology-tree", sys_root="/nonexistent",
@@ -38,21 +45,22 @@ can point elsewhere.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 import msgspec
 
+# At run time too: the public signatures name them (typing.get_type_hints(), help()).
+from ._inventory import Inventory
 from ._paths import RootArg
-
-if TYPE_CHECKING:
-    from ._inventory import Inventory
-    from ._topology import TopologyDevice
+from ._topology import TopologyDevice
 
 __all__ = [
     "Check",
     "ClaimVariable",
+    "CpuSet",
     "IpQuery",
     "LiveFinding",
     "LiveReport",
@@ -61,8 +69,18 @@ __all__ = [
     "parse_cpu_list",
 ]
 
+#: What a :class:`LiveFinding` checked: a PCI device in sysfs, its NUMA node or PCIe
+#: root, a network interface, its hardware address or IPs, the cpuset, a file.
 Check = Literal[
-    "pci-device", "numa-node", "pcie-root", "interface", "hardware-address", "ip", "cpuset", "file"
+    "pci-device",
+    "numa-node",
+    "pcie-root",
+    "interface",
+    "hardware-address",
+    "ip",
+    "cpuset",
+    "file",
+    "device",
 ]
 
 SYS_ROOT: Final = "/sys"
@@ -70,6 +88,9 @@ SYS_ROOT: Final = "/sys"
 #: (kubernetes-sigs/dra-driver-cpu, pkg/driver/cdi.go).
 _CPUSET_PREFIX: Final = "DRA_CPUSET_"
 PROC_ROOT: Final = "/proc"
+#: Seconds ``ip`` has to list the interfaces.
+IP_TIMEOUT: Final = 5.0
+_IP_OUTPUT_LIMIT: Final = 64 << 20
 CGROUP_ROOT: Final = "/sys/fs/cgroup"
 
 
@@ -84,12 +105,19 @@ class LiveFinding(msgspec.Struct, frozen=True, gc=False):
     /x.json: nic0: ip: expected 10.0.0.5/24, found 10.0.0.9/24
     """
 
+    #: What was compared.
     check: Check
+    #: Whether the system matches the metadata.
     ok: bool
+    #: The device (or file) the finding is about.
     subject: str
+    #: What the metadata says.
     expected: str
+    #: What the system has.
     found: str
+    #: The metadata file that said it.
     path: str
+    #: What to do when the finding is not ok (empty when ok).
     hint: str = ""
 
     def __str__(self) -> str:
@@ -118,7 +146,9 @@ class LiveReport(msgspec.Struct, frozen=True, gc=False):
     (True, [], 1)
     """
 
+    #: The metadata root that was checked.
     root: str
+    #: Every finding, in device order.
     findings: tuple[LiveFinding, ...] = ()
 
     @property
@@ -142,40 +172,94 @@ class LiveReport(msgspec.Struct, frozen=True, gc=False):
         }
 
 
-def parse_cpu_list(text: str) -> set[int]:
-    """A kernel CPU list (``0-3,8,10-11``) as a set; ``ValueError`` if it is not one.
+class CpuSet:
+    """A kernel CPU list as sorted, disjoint ranges: any size costs what its text does.
 
-    >>> sorted(parse_cpu_list("0-2,8\\n"))
-    [0, 1, 2, 8]
+    >>> cpus = parse_cpu_list("0-4000000000,7")
+    >>> 3999999999 in cpus, 4000000001 in cpus, str(cpus), cpus.covers(CpuSet([(5, 9)]))
+    (True, False, '0-4000000000', True)
     """
-    found: set[int] = set()
+
+    __slots__ = ("ranges",)
+
+    def __init__(self, ranges: Iterable[tuple[int, int]] = ()) -> None:
+        merged: list[tuple[int, int]] = []
+        for low, high in sorted(ranges):
+            if merged and low <= merged[-1][1] + 1:
+                if high > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], high)
+            else:
+                merged.append((low, high))
+        #: ``(first, last)`` of each range, sorted and apart.
+        self.ranges: tuple[tuple[int, int], ...] = tuple(merged)
+
+    def __contains__(self, cpu: object) -> bool:
+        return isinstance(cpu, int) and self.covers(CpuSet([(cpu, cpu)]))
+
+    def covers(self, other: CpuSet) -> bool:
+        """Whether every CPU of ``other`` is in this set."""
+        import bisect
+
+        for low, high in other.ranges:
+            index = bisect.bisect_right(self.ranges, (low, 1 << 64)) - 1
+            if index < 0 or not (self.ranges[index][0] <= low and high <= self.ranges[index][1]):
+                return False
+        return True
+
+    def __str__(self) -> str:
+        return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in self.ranges)
+
+    def __repr__(self) -> str:
+        return f"CpuSet({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CpuSet) and self.ranges == other.ranges
+
+    def __hash__(self) -> int:
+        return hash(self.ranges)
+
+
+def parse_cpu_list(text: str) -> CpuSet:
+    """A kernel CPU list (``0-3,8,10-11``) as a :class:`CpuSet`; ``ValueError`` if it is not one.
+
+    >>> str(parse_cpu_list("0-2,8\\n"))
+    '0-2,8'
+    """
+    ranges: list[tuple[int, int]] = []
     for part in text.strip().split(","):
         if not part:
             continue
         low, sep, high = part.partition("-")
-        if sep:
-            found.update(range(int(low), int(high) + 1))
-        else:
-            found.add(int(low))
-    return found
+        if len(part) > 40 or not low.isdigit() or (sep and not high.isdigit()):
+            raise ValueError(f"not a CPU list: {part[:40]!r}")
+        first, last = int(low), int(high) if sep else int(low)
+        if last < first:
+            raise ValueError(f"not a CPU list: {part!r}")
+        ranges.append((first, last))
+    return CpuSet(ranges)
 
 
-def _normal_pci(address: str) -> str:
-    """``00000000:3B:00.0`` (NVML) -> ``0000:3b:00.0`` (sysfs); other text as it is."""
-    try:
-        head, _, function = address.rpartition(".")
-        domain, bus, slot = head.split(":")
-        return f"{int(domain, 16):04x}:{int(bus, 16):02x}:{int(slot, 16):02x}.{int(function, 16):x}"
-    except ValueError:
-        return address
+#: The most of one sysfs, procfs or cgroup file read.
+_READ_LIMIT: Final = 1 << 20
 
 
 def _read(path: str) -> str | None:
+    """A regular file's text (at most 1 MiB), opened without blocking; else ``None``."""
+    import stat
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as found:
-            return found.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, _READ_LIMIT)
     except OSError:
         return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", "replace")
 
 
 class _Interface(msgspec.Struct, gc=False):
@@ -190,14 +274,20 @@ class _Link(msgspec.Struct, gc=False):
 
 
 class IpQuery:
-    """``ip -json address show`` started now, its answer read on first :meth:`result`.
+    """``ip -json address show`` started now, its answer read when :func:`check_live` needs it.
 
     Starting it before the metadata is read lets it run while the files are
-    decoded (``doctor`` does); :func:`check_live` takes one as ``ip``.
+    decoded (``doctor`` does); :func:`check_live` takes one as ``ip``. It has
+    ``timeout`` seconds from its start to answer: then it (and whatever it
+    started) is killed, and the answer says so.
     """
 
-    def __init__(self, ip: str = "ip") -> None:
+    def __init__(self, ip: str = "ip", *, timeout: float = IP_TIMEOUT) -> None:
+        import time
+
         self.ip = ip
+        self.timeout = timeout
+        self._deadline = time.monotonic() + timeout
         self._answer: list[_Link] | str | None = None
         self._pid = -1
         self._read_end, write_end = os.pipe()
@@ -211,13 +301,14 @@ class IpQuery:
                     (os.POSIX_SPAWN_CLOSE, self._read_end),
                     (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
                 ],
+                setpgroup=0,
             )
         except OSError as err:
             self._answer = f"{ip} could not run ({os.strerror(err.errno or 0).lower()})"
         finally:
             os.close(write_end)
 
-    def result(self) -> list[_Link] | str:
+    def _result(self) -> list[_Link] | str:
         """The interfaces of this network namespace, or why they could not be listed."""
         if self._answer is None:
             self._answer = self._collect()
@@ -227,9 +318,28 @@ class IpQuery:
         return self._answer
 
     def _collect(self) -> list[_Link] | str:
+        import select
+        import signal
+        import time
+
         chunks = []
-        while chunk := os.read(self._read_end, 65536):
+        size = 0
+        poller = select.poll()
+        poller.register(self._read_end, select.POLLIN)
+        while True:
+            left = self._deadline - time.monotonic()
+            if left <= 0 or size > _IP_OUTPUT_LIMIT or not poller.poll(left * 1000):
+                with contextlib.suppress(OSError):
+                    os.killpg(self._pid, signal.SIGKILL)
+                os.waitpid(self._pid, 0)
+                if size > _IP_OUTPUT_LIMIT:
+                    return f"{self.ip} -json address show printed more than 64 MiB"
+                return f"{self.ip} -json address show did not answer within {self.timeout:g} s"
+            chunk = os.read(self._read_end, 65536)
+            if not chunk:
+                break
             chunks.append(chunk)
+            size += len(chunk)
         _, status = os.waitpid(self._pid, 0)
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
@@ -240,7 +350,7 @@ class IpQuery:
             return f"{self.ip} -json address show printed no JSON list ({err})"
 
 
-def _cpuset(proc_root: str, cgroup_root: str) -> tuple[set[int], str] | str:
+def _cpuset(proc_root: str, cgroup_root: str) -> tuple[CpuSet, str] | str:
     """This process's effective cpuset and the file it came from, or why there is none."""
     table = _read(os.path.join(proc_root, "self", "cgroup"))
     candidates: list[str] = []
@@ -265,7 +375,7 @@ def _cpuset(proc_root: str, cgroup_root: str) -> tuple[set[int], str] | str:
             try:
                 return parse_cpu_list(text), candidate
             except ValueError:
-                return f"{candidate} holds no CPU list: {text.strip()!r}"
+                return f"{candidate} holds no CPU list: {text.strip()[:80]!r}"
     if table is None:
         return f"{os.path.join(proc_root, 'self', 'cgroup')} cannot be read"
     return f"no cpuset file of this process's cgroup under {cgroup_root}"
@@ -300,12 +410,13 @@ def check_live(
 
     inv = read_inventory(root) if inventory is None else inventory
     if not inv.exists:
-        from ._errors import MetadataNotFoundError
-        from ._nearby import MOUNT_HINT
+        from ._nearby import not_found
 
-        raise MetadataNotFoundError(
-            f"nothing is mounted under {inv.root}: {MOUNT_HINT}", path=inv.root
-        )
+        raise not_found(inv.root, kind=None, claim=None, request=None)
+    if not inv.files:
+        from ._nearby import nothing_mounted
+
+        raise nothing_mounted(inv.root)
     files = {(f.kind, f.claim, f.request, f.driver): f.path for f in inv.files if f.driver}
     findings: list[LiveFinding] = []
     for problem in inv.problems:
@@ -343,33 +454,45 @@ def check_live(
             )
         )
     topo = inv.topology()
+    for twice in topo.problems:
+        if "more than once" in twice.message:
+            findings.append(
+                LiveFinding(
+                    "device",
+                    False,
+                    twice.device,
+                    "each device once",
+                    "listed twice",
+                    f"{twice.claim}/{twice.request}",
+                    twice.message,
+                )
+            )
     devices_dir = os.path.realpath(os.path.join(sys_root, "devices"))
     query = ip if isinstance(ip, IpQuery) else None
     command = ip.ip if isinstance(ip, IpQuery) else ip
-    cpuset_cache: list[tuple[set[int], str] | str] = []
+    cpuset_cache: list[tuple[CpuSet, str] | str] = []
     from ._topology import cpu_ids
 
     for device in topo.devices:
         mounted = device.mounted
         path = files.get((mounted.kind, mounted.claim, mounted.base_request, mounted.driver), "")
         subject = f"{device.label} {device.name}"
-        if device.pci_bus_id:
-            findings.extend(_pci(device, subject, path, sys_root, devices_dir))
+        findings.extend(_pci(device, subject, path, sys_root, devices_dir))
         network = device.network_data
         if network is not None and network.interface_name:
             if query is None:
                 query = IpQuery(command)
-            findings.extend(_network(device, subject, path, query.result(), command))
+            findings.extend(_network(device, subject, path, query._result(), command))
         cpus = cpu_ids(device)
         if cpus:
             if not cpuset_cache:
                 cpuset_cache.append(_cpuset(proc_root, cgroup_root))
-            findings.extend(_cpus(cpus, subject, path, cpuset_cache[0]))
+            findings.extend(_cpus([(cpu, cpu) for cpu in cpus], subject, path, cpuset_cache[0]))
     source = os.environ if environ is None else environ
     cpusets = {k: source[k] for k in source if k.upper().startswith(_CPUSET_PREFIX)}
     for variable in claim_variables(inv, cpusets) if cpusets else ():
         try:
-            wanted = sorted(parse_cpu_list(variable.value))
+            wanted = parse_cpu_list(variable.value)
         except ValueError:
             findings.append(
                 LiveFinding(
@@ -377,7 +500,7 @@ def check_live(
                     False,
                     f"${variable.name}",
                     "a CPU list",
-                    repr(variable.value),
+                    repr(variable.value[:80]),
                     f"claim {variable.claim!r}",
                     "the CPU driver set a value that is no CPU list",
                 )
@@ -386,17 +509,39 @@ def check_live(
         if not cpuset_cache:
             cpuset_cache.append(_cpuset(proc_root, cgroup_root))
         findings.extend(
-            _cpus(tuple(wanted), f"${variable.name}", f"claim {variable.claim!r}", cpuset_cache[0])
+            _cpus(
+                list(wanted.ranges),
+                f"${variable.name}",
+                f"claim {variable.claim!r}",
+                cpuset_cache[0],
+            )
         )
     if query is not None:
-        query.result()  # reap it, answered or not
+        query._result()  # reap it, answered or not
     return LiveReport(inv.root, tuple(findings))
 
 
 def _pci(
     device: TopologyDevice, subject: str, path: str, sys_root: str, devices_dir: str
 ) -> Iterable[LiveFinding]:
-    address = _normal_pci(device.pci_bus_id or "")
+    from ._device import pci_address_of
+
+    found = pci_address_of(device.mounted.device)
+    if found is None:
+        return
+    address = found.value
+    if address is None:
+        yield LiveFinding(
+            "pci-device",
+            False,
+            subject,
+            f"a PCI address in {found.source}",
+            repr(found.raw)[:80],
+            path,
+            "the driver published no PCI address ([domain:]bus:device.function); "
+            "nothing under sysfs was read for it",
+        )
+        return
     where = os.path.join(sys_root, "bus", "pci", "devices", address)
     if not os.path.exists(where):
         yield LiveFinding(
@@ -411,31 +556,32 @@ def _pci(
         )
         return
     yield LiveFinding("pci-device", True, subject, address, where, path)
-    if device.numa_node is not None:
-        text = (_read(os.path.join(where, "numa_node")) or "").strip()
-        found = (
-            "unreadable numa_node"
+    if device.numa_nodes:
+        text = (_read(os.path.join(where, "numa_node")) or "").strip()[:40]
+        found_text = (
+            "no readable numa_node file"
             if not text
             else ("no NUMA node (-1)" if text == "-1" else f"node {text}")
         )
+        nodes = ",".join(map(str, device.numa_nodes))
         yield LiveFinding(
             "numa-node",
-            text == str(device.numa_node),
+            text in {str(node) for node in device.numa_nodes},
             subject,
-            f"node {device.numa_node} ({device.numa_source})",
-            found,
+            f"node{'s' if len(device.numa_nodes) > 1 else ''} {nodes} ({device.numa_source})",
+            found_text,
             path,
-            "the driver published another NUMA node than sysfs reports",
+            "the driver published other NUMA nodes than sysfs reports",
         )
-    if device.pcie_root:
+    if device.pcie_roots:
         real = os.path.realpath(where)
         relative = os.path.relpath(real, devices_dir).split(os.sep)
         root = relative[0] if relative and relative[0].startswith("pci") else ""
         yield LiveFinding(
             "pcie-root",
-            root == device.pcie_root,
+            root in device.pcie_roots,
             subject,
-            device.pcie_root,
+            ", ".join(device.pcie_roots),
             root or f"no PCIe root in {real}",
             path,
             "the driver published another PCIe root than the sysfs path shows",
@@ -518,29 +664,30 @@ def _network(
 
 
 def _cpus(
-    cpus: tuple[int, ...], subject: str, path: str, cpuset: tuple[set[int], str] | str
+    wanted: list[tuple[int, int]], subject: str, path: str, cpuset: tuple[CpuSet, str] | str
 ) -> Iterable[LiveFinding]:
+    """One finding for each CPU (``(n, n)``) or range of CPUs that should be in the cpuset."""
+    first = wanted[0][0] if wanted else 0
     if isinstance(cpuset, str):
         yield LiveFinding(
             "cpuset",
             False,
             subject,
-            f"cpu {cpus[0]}",
+            f"cpu {first}",
             cpuset,
             path,
             "point cgroup_root/proc_root (--cgroup-root, --proc-root) at them",
         )
         return
     allowed, source = cpuset
-    from ._topology import _ranges
-
-    for cpu in cpus:
+    for low, high in wanted:
+        what = f"cpu {low}" if low == high else f"cpus {low}-{high}"
         yield LiveFinding(
             "cpuset",
-            cpu in allowed,
+            allowed.covers(CpuSet([(low, high)])),
             subject,
-            f"cpu {cpu} in the cpuset",
-            f"{source}: {_ranges(allowed)}",
+            f"{what} in the cpuset",
+            f"{source}: {allowed}",
             path,
             "the CPU driver's cpuset was not applied to this container",
         )
@@ -559,11 +706,17 @@ class ClaimVariable(msgspec.Struct, frozen=True, gc=False):
     ('cpus', ('cpus',))
     """
 
+    #: The variable's name.
     name: str
+    #: The variable's value.
     value: str
+    #: How the pod references the claim: ``claim`` or ``template``.
     kind: str
+    #: The claim's directory name.
     claim: str
+    #: The claim UID the variable carries.
     uid: str
+    #: The claim's mounted request directories.
     requests: tuple[str, ...]
 
 

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal
 import msgspec
 import msgspec.structs
 
-from ._errors import DecodeError
 from ._versions import V1ALPHA1, V1BETA1
 
 if TYPE_CHECKING:
     import semver
+
+    from ._device import DeviceKind
 
 __all__ = [
     "ATTRIBUTE_KINDS",
@@ -89,6 +90,10 @@ class VersionValue(str):
 
     __slots__ = ()
 
+    def __new__(cls, value: str) -> "VersionValue":
+        """``value`` as a version attribute value (the text is kept as written)."""
+        return super().__new__(cls, value)
+
     @property
     def semver(self) -> "semver.Version":
         """The value parsed by :mod:`semver` (imported on first use).
@@ -136,13 +141,21 @@ class DeviceAttribute(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
     'ints'
     """
 
+    #: An integer value (int64); ``None`` when not set.
     int: _Int64 | None = None
+    #: A boolean value; ``None`` when not set.
     bool: _Bool | None = None
+    #: A string value (at most 64 bytes once validated); ``None`` when not set.
     string: _Str | None = None
+    #: A semantic version as written (see :class:`VersionValue`); ``None`` when not set.
     version: _Str | None = None
+    #: A list of integers (KEP-5491 list attributes); empty when not set.
     ints: tuple[_Int64, ...] = ()
+    #: A list of booleans; empty when not set.
     bools: tuple[_Bool, ...] = ()
+    #: A list of strings; empty when not set.
     strings: tuple[_Str, ...] = ()
+    #: A list of semantic versions as written; empty when not set.
     versions: tuple[_Str, ...] = ()
 
     def set_kinds(self) -> tuple[AttributeKind, ...]:
@@ -191,8 +204,11 @@ class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_S
     not check their syntax.
     """
 
+    #: The interface name inside the container (``net1``); ``""`` when not known yet.
     interface_name: str = ""
+    #: The interface's addresses, CIDR notation by convention (``10.0.0.5/24``).
     ips: tuple[str, ...] = ()
+    #: The MAC address as the driver wrote it; ``""`` when not known yet.
     hardware_address: str = ""
 
     def set_fields(self) -> tuple[tuple[str, str | tuple[str, ...]], ...]:
@@ -212,11 +228,17 @@ class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_S
 class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):
     """A standard Kubernetes owner reference (rarely present in metadata files)."""
 
+    #: API version of the owner (``apiVersion``).
     api_version: str
+    #: Kind of the owner.
     kind: str
+    #: Name of the owner.
     name: str
+    #: UID of the owner.
     uid: str
+    #: Whether the owner is the managing controller; ``None`` when not written.
     controller: bool | None = None
+    #: ``blockOwnerDeletion`` as written; ``None`` when not written.
     block_owner_deletion: bool | None = None
 
 
@@ -226,12 +248,19 @@ class ManagedFieldsEntry(msgspec.Struct, rename="camel", omit_defaults=True, **_
     ``fields_v1`` holds the raw JSON text of ``fieldsV1``.
     """
 
+    #: The field manager's name.
     manager: str = ""
+    #: ``Apply`` or ``Update``.
     operation: str = ""
+    #: The API version the fields were written in.
     api_version: str = ""
+    #: When the entry was written (RFC 3339), or ``None``.
     time: str | None = None
+    #: The format of :attr:`fields_v1` (``FieldsV1``).
     fields_type: str = ""
+    #: The raw JSON text of ``fieldsV1``, kept byte for byte; ``None`` when absent.
     fields_v1: str | None = None
+    #: The subresource the fields were written through, or ``""``.
     subresource: str = ""
 
 
@@ -243,20 +272,35 @@ class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_O
     strings in UTC (``"2008-01-01T01:01:01Z"``).
     """
 
+    #: The ResourceClaim's name.
     name: str = ""
+    #: ``generateName`` as written (rarely set).
     generate_name: str = ""
+    #: The ResourceClaim's namespace.
     namespace: str = ""
+    #: ``selfLink`` as written (deprecated upstream, rarely set).
     self_link: str = ""
+    #: The ResourceClaim's UID: a new UID is a new claim, even under the same name.
     uid: str = ""
+    #: ``resourceVersion`` as written (rarely set).
     resource_version: str = ""
+    #: 1 when the driver prepared the claim, one more for every update (0 when not written).
     generation: _Int64 = 0
+    #: ``creationTimestamp`` (RFC 3339), or ``None``.
     creation_timestamp: str | None = None
+    #: ``deletionTimestamp`` (RFC 3339), or ``None``.
     deletion_timestamp: str | None = None
+    #: ``deletionGracePeriodSeconds``, or ``None``.
     deletion_grace_period_seconds: _Int64 | None = None
+    #: Labels as written (empty when none).
     labels: dict[str, str] = {}
+    #: Annotations as written (empty when none).
     annotations: dict[str, str] = {}
+    #: Owner references as written (rarely present).
     owner_references: tuple[OwnerReference, ...] = ()
+    #: Finalizers as written (rarely present).
     finalizers: tuple[str, ...] = ()
+    #: Managed-fields entries as written (rarely present).
     managed_fields: tuple[ManagedFieldsEntry, ...] = ()
 
 
@@ -270,10 +314,17 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
     ('GPU-1', 'GPU-1', 1)
     """
 
+    #: The DRA driver that allocated the device (``gpu.example.com``).
     driver: str
+    #: The resource pool the device comes from (often the node's name).
     pool: str
+    #: The device's name within its pool (``gpu-0``).
     name: str
+    #: The device's attributes by name as written: a name without a domain is in the driver's
+    #: domain (use :meth:`attribute` to look one up either way).
     attributes: dict[str, DeviceAttribute] = {}
+    #: Network data, when the driver provides it (often later than the identity); ``None``
+    #: otherwise.
     network_data: NetworkDeviceData | None = None
 
     def find_attribute(self, name: str, *, standard: bool = False) -> DeviceAttribute | None:
@@ -326,58 +377,79 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
             for key, value in self.attributes.items()
         }
 
-    def _standard(self, local: str) -> AttributeValue | None:
-        return self.attribute(STANDARD_DOMAIN + DOMAIN_SEPARATOR + local)
-
     @property
     def pci_bus_id(self) -> str | None:
-        """``resource.kubernetes.io/pciBusID``: the PCI address (``0000:3b:00.0``)."""
-        value = self._standard("pciBusID")
-        return _first_str(value)
+        """The PCI address in the standard form (``0000:3b:00.0``), or ``None``.
+
+        From the standard ``resource.kubernetes.io/pciBusID``, else the names
+        drivers publish today (NVIDIA's ``pcieBusID`` ...; see
+        :data:`~dra_metadata.PCI_BUS_ID_ATTRIBUTES`); ``None`` too when the
+        attribute holds no PCI address. The attribute itself keeps its text.
+        """
+        from ._device import pci_address_of
+
+        found = pci_address_of(self)
+        return None if found is None else found.value
+
+    @property
+    def pci_bus_id_source(self) -> str | None:
+        """The attribute :attr:`pci_bus_id` comes from (``gpu.nvidia.com/pcieBusID``)."""
+        from ._device import pci_address_of
+
+        found = pci_address_of(self)
+        return None if found is None else found.source
+
+    @property
+    def pcie_roots(self) -> tuple[str, ...]:
+        """``resource.kubernetes.io/pcieRoot`` as a tuple: a string, or a list kept whole."""
+        from ._device import pcie_roots_of
+
+        return pcie_roots_of(self)
 
     @property
     def pcie_root(self) -> str | None:
-        """``resource.kubernetes.io/pcieRoot``: the PCIe root complex (``pci0000:3a``)."""
-        value = self._standard("pcieRoot")
-        return _first_str(value)
+        """The PCIe root complex (``pci0000:3a``) when there is exactly one, else ``None``."""
+        roots = self.pcie_roots
+        return roots[0] if len(roots) == 1 else None
 
     @property
     def numa_nodes(self) -> tuple[int, ...]:
-        """``resource.kubernetes.io/numaNode`` in either form, as a tuple.
+        """The NUMA nodes the device is local to, as a tuple (a list attribute kept whole).
 
-        The list form starts with the device's own node, followed by the nodes of
-        the same socket at the shortest distance.
+        From the standard ``resource.kubernetes.io/numaNode``, else the names
+        drivers publish today (:data:`~dra_metadata.NUMA_ATTRIBUTES`).
         """
-        value = self._standard("numaNode")
-        if isinstance(value, bool):
-            return ()
-        if isinstance(value, int):
-            return (value,)
-        if isinstance(value, tuple) and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value
-        ):
-            return tuple(int(v) for v in value)
-        return ()
+        from ._device import numa_of
+
+        return numa_of(self).nodes
+
+    @property
+    def numa_source(self) -> str | None:
+        """The attribute :attr:`numa_nodes` comes from (``dra.cpu/numaNodeID``)."""
+        from ._device import numa_of
+
+        return numa_of(self).source
 
     @property
     def numa_node(self) -> int | None:
-        """The device's own NUMA node: the scalar, or the first of the list form."""
+        """The device's NUMA node when there is exactly one, else ``None``."""
         nodes = self.numa_nodes
-        return nodes[0] if nodes else None
+        return nodes[0] if len(nodes) == 1 else None
 
+    @property
+    def device_kind(self) -> "DeviceKind":
+        """``gpu``, ``nic``, ``cpu``, ``memory`` or ``other``, by the documented rules."""
+        from ._device import device_kind
 
-def _first_str(value: AttributeValue | None) -> str | None:
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, tuple) and value and isinstance(value[0], str):
-        return str(value[0])
-    return None
+        return device_kind(self)
 
 
 class DeviceMetadataRequest(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
     """The devices allocated for one request (``gpu`` or ``gpu/high-memory``)."""
 
+    #: The request's name as allocated: ``gpu``, or ``gpu/high-memory`` for a subrequest.
     name: str
+    #: The devices allocated for the request, in the driver's order.
     devices: tuple[Device, ...] = ()
 
     @property
@@ -404,9 +476,15 @@ class DeviceMetadata(
     {'metadata': {}, 'requests': [{'name': 'gpu'}]}
     """
 
+    #: The apiVersion of the stream entry that was decoded (``""`` for an object built in
+    #: code).
     api_version: str = ""
+    #: The claim's identity: name, namespace, UID and generation.
     metadata: ObjectMeta = ObjectMeta()
+    #: The claim's name in the pod spec when it was made from a ResourceClaimTemplate; ``None``
+    #: for a claim referenced by name.
     pod_claim_name: str | None = None
+    #: The requests this object describes, each with its devices.
     requests: tuple[DeviceMetadataRequest, ...] = ()
 
     #: Keys of :func:`msgspec.to_builtins` output that are not part of the wire body.
@@ -419,6 +497,8 @@ class DeviceMetadata(
         object; for a merged read it equals Go's merged object. A raw
         ``fieldsV1`` nested deeper than Python can hold raises :class:`DecodeError`.
         """
+        from ._errors import DecodeError  # _errors names this module's types: no cycle at import
+
         body = self.wire_body()
         for index, entry in enumerate(body["metadata"].get("managedFields", ())):
             if "fieldsV1" in entry:
@@ -465,12 +545,19 @@ class DeviceMetadata(
 class MetadataSource(msgspec.Struct, frozen=True, gc=False, repr_omit_defaults=True):
     """One file that went into a merged read, with the identity Go throws away."""
 
+    #: The file that was read.
     path: str
+    #: The driver the file belongs to (from its name).
     driver: str
+    #: The apiVersion the file's object was decoded from.
     api_version: str
+    #: The file's ``metadata.generation``.
     generation: int
+    #: The claim UID the file names (``metadata.uid``).
     claim_uid: str
+    #: The claim name the file names (``metadata.name``).
     claim_name: str
+    #: The claim namespace the file names (``metadata.namespace``).
     claim_namespace: str
 
 
@@ -484,6 +571,7 @@ class MergedDeviceMetadata(DeviceMetadata, tag="DeviceMetadata"):
     they differ.
     """
 
+    #: One entry per file that went into the merge, in merge order.
     sources: tuple[MetadataSource, ...] = ()
 
     _NOT_WIRE: ClassVar[tuple[str, ...]] = ("kind", "apiVersion", "sources")

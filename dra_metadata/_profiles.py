@@ -5,12 +5,18 @@ these instead of the ``DRA_...`` variables. A profile that cannot be built from
 the metadata is an :class:`~dra_metadata.EnvError` that says what is missing,
 and nothing of it is printed.
 
+Every value that goes into a list or an argument is checked against what
+the variable can hold first: a UUID or a name with a separator, a space or
+a control character in it, or a PCI address that is no PCI address, is an
+:class:`~dra_metadata.EnvError` naming the device and the attribute (``env``
+exits 65), and nothing is printed. A device listed twice is named once.
+
 =========  =====================================================================
 ``cuda``   ``CUDA_VISIBLE_DEVICES``: the GPUs' ``uuid`` attribute (what
            NVIDIA/k8s-dra-driver-gpu publishes for GPUs, MIG and VFIO devices,
            ``cmd/gpu-kubelet-plugin/deviceinfo.go``), comma-joined, ordered by
-           PCI bus ID when every GPU has one (the standard ``pciBusID``, else
-           NVIDIA's ``pcieBusID``), then with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
+           PCI address when every GPU has one (:attr:`Device.pci_bus_id
+           <dra_metadata.Device.pci_bus_id>`), then with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
            (CUDA C Programming Guide, "CUDA Environment Variables"). Every GPU
            must be from ``gpu.nvidia.com``.
 ``rocm``   ``ROCR_VISIBLE_DEVICES``: the GPUs' ``uuid`` attribute (ROCm accepts
@@ -25,8 +31,8 @@ and nothing of it is printed.
            ``pkg/apis/attributes.go``).
 ``dpdk``   ``DPDK_PCI_ALLOWLIST`` (comma-joined) and ``DPDK_EAL_ALLOW`` (``-a
            ADDR`` for each, for an EAL command line; DPDK "EAL parameters") from
-           the NICs' PCI addresses (the standard ``pciBusID``, else
-           ``dra.net/pciAddress``).
+           the NICs' PCI addresses (:attr:`Device.pci_bus_id
+           <dra_metadata.Device.pci_bus_id>`, in the standard form).
 ``numa``   ``NUMA_NODES``: the union of the devices' own NUMA nodes, and
            ``NUMACTL_OPTIONS=--cpunodebind=N --membind=N`` for ``numactl``.
 =========  =====================================================================
@@ -39,6 +45,7 @@ and nothing of it is printed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final
 
@@ -52,10 +59,43 @@ __all__ = ["PROFILES", "profile_variables"]
 
 _UUID: Final = "uuid"
 _RDMA: Final = "dra.net/rdmaDevice"
+#: What one element of a device list may hold: a GPU or MIG UUID (``GPU-...``,
+#: ``MIG-GPU-.../1/0``), an RDMA device (``mlx5_0``).
+_ELEMENT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/-]*", re.ASCII)
+#: A Linux interface name: 1-15 characters, no ``/``, ``:``, space or separator.
+_IFNAME: Final = re.compile(r"[A-Za-z0-9_.@+-]{1,15}", re.ASCII)
 
 
 def _who(device: TopologyDevice) -> str:
     return f"{device.label} ({device.driver} {device.name!r} of {device.claim}/{device.request})"
+
+
+def _checked(
+    profile: str,
+    variable: str,
+    device: TopologyDevice,
+    what: str,
+    value: object,
+    pattern: re.Pattern[str],
+) -> str:
+    """``value`` when ``pattern`` takes it whole, else an EnvError naming device and attribute."""
+    if isinstance(value, str) and pattern.fullmatch(value) and value not in (".", ".."):
+        return value
+    raise EnvError(
+        f"profile {profile}: {_who(device)}: {what} holds {value!r}, which {variable} cannot "
+        "hold as one element (a separator, space or control character in it)"
+    )
+
+
+def _once(devices: list[TopologyDevice]) -> list[TopologyDevice]:
+    """``devices`` with each device (driver, pool, name) once: the first."""
+    seen: set[str] = set()
+    found = []
+    for device in devices:
+        if device.id not in seen:
+            seen.add(device.id)
+            found.append(device)
+    return found
 
 
 def _ordered(devices: list[TopologyDevice]) -> tuple[list[TopologyDevice], bool]:
@@ -67,7 +107,7 @@ def _ordered(devices: list[TopologyDevice]) -> tuple[list[TopologyDevice], bool]
 
 
 def _gpu_uuids(topo: Topology, profile: str, vendor: str, variable: str) -> dict[str, str]:
-    gpus = topo.gpus
+    gpus = _once(topo.gpus)
     if not gpus:
         raise EnvError(f"profile {profile}: no GPU is mounted (no device of kind gpu)")
     others = [gpu for gpu in gpus if gpu.driver != vendor]
@@ -83,7 +123,11 @@ def _gpu_uuids(topo: Topology, profile: str, vendor: str, variable: str) -> dict
             f"{variable} cannot name it"
         )
     ordered, by_bus = _ordered(gpus)
-    found = {variable: ",".join(str(gpu.attribute(_UUID)) for gpu in ordered)}
+    uuids = [
+        _checked(profile, variable, gpu, f"attribute {_UUID!r}", gpu.attribute(_UUID), _ELEMENT)
+        for gpu in ordered
+    ]
+    found = {variable: ",".join(dict.fromkeys(uuids))}
     if by_bus and profile == "cuda":
         found["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     return found
@@ -99,31 +143,55 @@ def _rocm(topo: Topology) -> dict[str, str]:
 
 def _nccl(topo: Topology) -> dict[str, str]:
     nics = [
-        nic for nic in topo.nics if nic.network_data is not None and nic.network_data.interface_name
+        nic
+        for nic in _once(topo.nics)
+        if nic.network_data is not None and nic.network_data.interface_name
     ]
     if not nics:
         raise EnvError(
             "profile nccl: no NIC has an interface name in its network data "
             "(wait for it: dra-metadata wait --for network)"
         )
-    names = [nic.network_data.interface_name for nic in nics if nic.network_data]
+    names = [
+        _checked(
+            "nccl",
+            "NCCL_SOCKET_IFNAME",
+            nic,
+            "network data interfaceName",
+            nic.network_data.interface_name if nic.network_data else None,
+            _IFNAME,
+        )
+        for nic in nics
+    ]
     found = {"NCCL_SOCKET_IFNAME": "=" + ",".join(names)}
     hcas = [nic.attribute(_RDMA) for nic in nics]
     if all(isinstance(hca, str) and hca for hca in hcas):
-        found["NCCL_IB_HCA"] = "=" + ",".join(str(hca) for hca in hcas)
+        checked = [
+            _checked("nccl", "NCCL_IB_HCA", nic, f"attribute {_RDMA!r}", hca, _ELEMENT)
+            for nic, hca in zip(nics, hcas, strict=True)
+        ]
+        found["NCCL_IB_HCA"] = "=" + ",".join(checked)
     return found
 
 
 def _dpdk(topo: Topology) -> dict[str, str]:
-    nics = topo.nics
+    from ._device import PCI_BUS_ID_ATTRIBUTES, pci_address_of
+
+    nics = _once(topo.nics)
     if not nics:
         raise EnvError("profile dpdk: no NIC is mounted (no device of kind nic)")
-    missing = [nic for nic in nics if not nic.pci_bus_id]
-    if missing:
-        raise EnvError(
-            f"profile dpdk: {_who(missing[0])} has no PCI address "
-            "(resource.kubernetes.io/pciBusID or dra.net/pciAddress)"
-        )
+    for nic in nics:
+        found = pci_address_of(nic.mounted.device)
+        if found is None:
+            raise EnvError(
+                f"profile dpdk: {_who(nic)} has no PCI address (none of "
+                f"{', '.join(PCI_BUS_ID_ATTRIBUTES)})"
+            )
+        if found.value is None:
+            raise EnvError(
+                f"profile dpdk: {_who(nic)}: attribute {found.source!r} holds {found.raw!r}, "
+                "which is no PCI address ([domain:]bus:device.function)"
+            )
     ordered, _ = _ordered(nics)
     addresses = [str(nic.pci_bus_id) for nic in ordered]
     return {

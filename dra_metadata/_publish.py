@@ -108,9 +108,14 @@ class ClaimRef:
     ('ml_pod-gpu-x7k2p', True)
     """
 
+    #: The ResourceClaim's name.
     name: str
+    #: The ResourceClaim's namespace.
     namespace: str
+    #: The ResourceClaim's UID.
     uid: str
+    #: The claim's name in the pod spec (its ``resource.kubernetes.io/pod-claim-name``
+    #: annotation) when it was made from a template; ``None`` otherwise.
     pod_claim_name: str | None = None
 
     def __post_init__(self) -> None:

@@ -6,81 +6,55 @@ driver, as a :class:`TopologyDevice` that knows its kind (``gpu``, ``nic``,
 ``cpu``, ``memory`` or ``other``) and its NUMA placement, normalised from the
 attribute names drivers publish today.
 
-NUMA placement
-==============
-
-A device's NUMA nodes come from the first of these attributes it has (the
-standard one first); where two of them disagree on the device's own node, the
-topology says so in :attr:`Topology.problems`:
-
-=====================================  ===========================================
-``resource.kubernetes.io/numaNode``    the standard attribute; an int, or a list
-                                       that starts with the device's own node
-                                       followed by the nodes of the same socket
-``dra.cpu/numaNodeID``                 kubernetes-sigs/dra-driver-cpu
-                                       (``pkg/device/attributes.go``)
-``dra.net/numaNode``                   kubernetes-sigs/dranet
-                                       (``pkg/apis/attributes.go``); the CPU
-                                       driver publishes it too, for alignment
-``dra.cpu/numaNode``                   what the memory driver publishes for
-                                       alignment with the CPU driver
-``dra.memory/numaNode``                ffromani/dra-driver-memory
-                                       (``pkg/sysinfo/rslice.go``)
-``<driver>/numaNode``                  a ``numaNode`` in the driver's own domain:
-                                       ROCm/k8s-gpu-dra-driver (``gpu.amd.com``,
-                                       ``docs/driver-attributes.md``)
-``gpu.nvidia.com/numa``                NVIDIA/k8s-dra-driver-gpu VFIO devices
-                                       (``cmd/gpu-kubelet-plugin/deviceinfo.go``)
-=====================================  ===========================================
-
-The socket comes from ``dra.cpu/socketID``; two devices are also on one socket
-when one's standard list form names the other's own node.
-
-Kinds
-=====
-
-The first rule that matches decides, and an unknown device is ``other``:
-
-1. ``kinds=`` given to :meth:`Inventory.topology`: driver name -> kind;
-2. a device with network data is a ``nic``;
-3. a known driver: ``dra.cpu`` -> ``cpu``, ``dra.net`` -> ``nic``,
-   ``dra.memory`` -> ``memory``, ``gpu.nvidia.com``, ``gpu.amd.com``,
-   ``gpu.intel.com`` -> ``gpu`` (:data:`DRIVER_KINDS`);
-4. a driver named ``gpu.<domain>`` (the vendors' and the example driver's
-   convention) -> ``gpu``;
-5. an attribute only one kind publishes: ``dra.net/ifName`` -> ``nic``,
-   ``dra.cpu/cpuID`` -> ``cpu``.
+The device questions (PCI address, PCIe roots, NUMA nodes, kind) are answered
+once, by the model (``dra_metadata._device``: the attribute names drivers
+publish today and their sources); the topology reads those answers. Where two
+NUMA attributes of one device name different nodes, it says so in
+:attr:`Topology.problems`. ``kinds=`` given to :meth:`Inventory.topology`
+(driver name -> kind, or a function) comes before the kind rules.
 
 Affinity
 ========
 
 Two devices are, from nearest to farthest (:data:`AFFINITY_LEVELS`):
-``pcie-root`` (same ``pcieRoot``), ``numa`` (same own NUMA node), ``socket``
-(same socket, where the metadata says so), ``different``; ``unknown`` when
-either has no placement at all.
+``pcie-root`` (their ``pcieRoot`` lists intersect), ``numa`` (their NUMA node
+lists intersect: KEP-6072 and KEP-5491 alignment), ``socket`` (same
+``dra.cpu/socketID``), ``different``; ``unknown`` when either has no placement,
+or one has NUMA nodes and the other none. A device listed twice is a problem
+(:attr:`Topology.problems`), kept once.
 
 >>> import dra_metadata as dm
 >>> topo = dm.inventory("examples/topology-tree").topology()
->>> [(g.name, g.numa_nodes) for g in topo.gpus]
-[('gpu-0', (0, 1)), ('gpu-1', (1, 0))]
+>>> [(g.name, g.pcie_roots) for g in topo.gpus]
+[('gpu-0', ('pci0000:17',)), ('gpu-1', ('pci0000:85',))]
 >>> topo.nearest(topo.gpus[0], kind="nic").network_data.interface_name
 'net1'
->>> topo.affinity(topo.gpus[0], topo.gpus[1])
-'socket'
+>>> topo.affinity(topo.gpus[0], topo.cpus[0]), topo.affinity(topo.gpus[0], topo.gpus[1])
+('pcie-root', 'socket')
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 import msgspec
 
-from ._model import DOMAIN_SEPARATOR, STANDARD_DOMAIN, AttributeValue, NetworkDeviceData
-
-if TYPE_CHECKING:
-    from ._inventory import Inventory, MountedDevice
+# At run time too: TopologyDevice's fields name them (typing.get_type_hints(), help()).
+from ._device import (
+    DEVICE_KINDS,
+    DRIVER_KINDS,
+    NUMA_ATTRIBUTES,
+    PCI_BUS_ID_ATTRIBUTES,
+    DeviceKind,
+    intersect,
+    normal_pci_address,
+    numa_of,
+)
+from ._inventory import Inventory, MountedDevice
+from ._model import AttributeValue, NetworkDeviceData
+from ._text import one_line
 
 __all__ = [
     "AFFINITY_LEVELS",
@@ -98,10 +72,8 @@ __all__ = [
     "pci_sort_key",
 ]
 
-DeviceKind = Literal["gpu", "nic", "cpu", "memory", "other"]
-#: Every device kind, in the order listings use.
-DEVICE_KINDS: Final[tuple[DeviceKind, ...]] = ("gpu", "nic", "cpu", "memory", "other")
-
+#: How close two devices sit, nearest first: the same
+#: device, one PCIe root, one NUMA node, one socket, apart, or not known.
 Affinity = Literal["same", "pcie-root", "numa", "socket", "different", "unknown"]
 #: Affinity levels from nearest to farthest (``same``: a device and itself).
 AFFINITY_LEVELS: Final[tuple[Affinity, ...]] = (
@@ -113,41 +85,10 @@ AFFINITY_LEVELS: Final[tuple[Affinity, ...]] = (
     "unknown",
 )
 
-#: Drivers whose kind is known (see the module docs for the sources).
-DRIVER_KINDS: Final[dict[str, DeviceKind]] = {
-    "gpu.nvidia.com": "gpu",
-    "gpu.amd.com": "gpu",
-    "gpu.intel.com": "gpu",
-    "dra.cpu": "cpu",
-    "dra.net": "nic",
-    "dra.memory": "memory",
-}
-
-#: Attributes only one kind of device publishes.
-_ATTRIBUTE_KINDS: Final[tuple[tuple[str, DeviceKind], ...]] = (
-    ("dra.net/ifName", "nic"),
-    ("dra.cpu/cpuID", "cpu"),
-)
-
-_STANDARD_NUMA: Final = STANDARD_DOMAIN + DOMAIN_SEPARATOR + "numaNode"
-#: NUMA attributes other than the standard one, in the order they are tried.
-#: ``{driver}`` stands for the device's own driver domain.
-NUMA_ALIASES: Final[tuple[str, ...]] = (
-    "dra.cpu/numaNodeID",
-    "dra.cpu/numaNode",
-    "dra.net/numaNode",
-    "dra.memory/numaNode",
-    "{driver}/numaNode",
-    "gpu.nvidia.com/numa",
-)
-#: PCI address attributes other than the standard ``pciBusID``: NVIDIA's
-#: ``pcieBusID`` (k8s-dra-driver-gpu deviceinfo.go), dranet's ``pciAddress``
-#: (dranet pkg/apis/attributes.go), AMD VFIO devices' ``pciAddr``.
-PCI_BUS_ID_ALIASES: Final[tuple[str, ...]] = (
-    "gpu.nvidia.com/pcieBusID",
-    "dra.net/pciAddress",
-    "gpu.amd.com/pciAddr",
-)
+#: NUMA attributes other than the standard one (see ``dra_metadata._device``).
+NUMA_ALIASES: Final[tuple[str, ...]] = NUMA_ATTRIBUTES[1:]
+#: PCI address attributes other than the standard ``pciBusID``.
+PCI_BUS_ID_ALIASES: Final[tuple[str, ...]] = PCI_BUS_ID_ATTRIBUTES[1:]
 _SOCKET: Final = "dra.cpu/socketID"
 _CPU_ID: Final = "dra.cpu/cpuID"
 
@@ -165,9 +106,13 @@ _CELL: Final[dict[Affinity, str]] = {
 class TopologyProblem(msgspec.Struct, frozen=True, gc=False):
     """Two placement attributes of one device that disagree (both are kept in the message)."""
 
+    #: The device whose attributes disagree.
     device: str
+    #: The device's claim directory.
     claim: str
+    #: The device's request.
     request: str
+    #: Both values, and where each came from.
     message: str
 
     def __str__(self) -> str:
@@ -178,22 +123,32 @@ class TopologyDevice(msgspec.Struct, frozen=True, gc=False):
     """A mounted device with its kind and normalised placement.
 
     Reads like a :class:`~dra_metadata.MountedDevice` (``name``, ``driver``,
-    ``claim``, ``request``, ``attribute()`` ...). ``numa_nodes`` starts with the
-    device's own node; ``numa_source`` names the attribute it came from.
+    ``claim``, ``request``, ``attribute()`` ...). ``numa_nodes`` and
+    ``pcie_roots`` are the model's answers (lists kept whole);
+    ``numa_source`` names the attribute the nodes came from.
 
     >>> import dra_metadata as dm
     >>> cpu = dm.inventory("examples/topology-tree").topology().cpus[0]
     >>> cpu.kind, cpu.numa_node, cpu.numa_source, cpu.socket
-    ('cpu', 0, 'dra.cpu/numaNodeID', 0)
+    ('cpu', 0, 'resource.kubernetes.io/numaNode', 0)
     """
 
+    #: The mounted device (claim, request and the device itself).
     mounted: MountedDevice
+    #: ``gpu``, ``nic``, ``cpu``, ``memory`` or ``other``.
     kind: DeviceKind
+    #: The NUMA nodes it is local to (see :attr:`Device.numa_nodes`).
     numa_nodes: tuple[int, ...] = ()
+    #: The attribute ``numa_nodes`` came from.
     numa_source: str | None = None
+    #: ``dra.cpu/socketID``, when the device has it.
     socket: int | None = None
+    #: The PCI address in the standard form (see :attr:`Device.pci_bus_id`).
     pci_bus_id: str | None = None
+    #: The kind and a number: ``gpu0``, unique within the topology.
     label: str = ""
+    #: The PCIe roots it is local to (see :attr:`Device.pcie_roots`).
+    pcie_roots: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -227,13 +182,13 @@ class TopologyDevice(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def pcie_root(self) -> str | None:
-        """The standard ``pcieRoot`` attribute."""
-        return self.mounted.pcie_root
+        """The PCIe root when there is exactly one."""
+        return self.pcie_roots[0] if len(self.pcie_roots) == 1 else None
 
     @property
     def numa_node(self) -> int | None:
-        """The device's own NUMA node."""
-        return self.numa_nodes[0] if self.numa_nodes else None
+        """The NUMA node when there is exactly one."""
+        return self.numa_nodes[0] if len(self.numa_nodes) == 1 else None
 
     @property
     def network_data(self) -> NetworkDeviceData | None:
@@ -247,7 +202,7 @@ class TopologyDevice(msgspec.Struct, frozen=True, gc=False):
     @property
     def placed(self) -> bool:
         """Whether the metadata says anything about where the device is."""
-        return bool(self.numa_nodes or self.pcie_root or self.socket is not None)
+        return bool(self.numa_nodes or self.pcie_roots or self.socket is not None)
 
     def to_dict(self) -> dict[str, object]:
         """The JSON form ``dra-metadata topology --json`` prints."""
@@ -266,60 +221,18 @@ class TopologyDevice(msgspec.Struct, frozen=True, gc=False):
             "numaSource": self.numa_source,
             "socket": self.socket,
             "pcieRoot": self.pcie_root,
+            "pcieRoots": list(self.pcie_roots),
             "pciBusID": self.pci_bus_id,
+            "pciBusIDSource": mounted.pci_bus_id_source,
             "interfaceName": None
             if mounted.network_data is None
             else mounted.network_data.interface_name or None,
         }
 
 
+#: A function that names a device's kind, or returns ``None`` to leave it to the
+#: default rules (:meth:`Inventory.topology`'s ``kinds``).
 KindRule = Callable[["MountedDevice"], "DeviceKind | None"]
-
-
-def _int_list(value: AttributeValue | None) -> tuple[int, ...]:
-    if isinstance(value, bool) or value is None:
-        return ()
-    if isinstance(value, int):
-        return (value,)
-    if (
-        isinstance(value, tuple)
-        and value
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-    ):
-        return tuple(int(v) for v in value)
-    return ()
-
-
-def _numa(device: MountedDevice) -> tuple[tuple[int, ...], str | None, list[tuple[str, int]]]:
-    """The device's NUMA nodes, the attribute they came from, and every source's own node."""
-    sources: list[tuple[str, tuple[int, ...]]] = []
-    standard = _int_list(device.attribute(_STANDARD_NUMA))
-    if standard:
-        sources.append((_STANDARD_NUMA, standard))
-    seen = {_STANDARD_NUMA}
-    for pattern in NUMA_ALIASES:
-        name = pattern.format(driver=device.driver)
-        if name in seen:
-            continue
-        seen.add(name)
-        nodes = _int_list(device.attribute(name))
-        if nodes:
-            sources.append((name, nodes))
-    if not sources:
-        return (), None, []
-    name, nodes = sources[0]
-    return nodes, name, [(source, found[0]) for source, found in sources]
-
-
-def _pci_bus_id(device: MountedDevice) -> str | None:
-    found = device.pci_bus_id
-    if found:
-        return found
-    for name in PCI_BUS_ID_ALIASES:
-        value = device.attribute(name)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 def pci_sort_key(address: str) -> tuple[int, ...]:
@@ -328,16 +241,24 @@ def pci_sort_key(address: str) -> tuple[int, ...]:
     >>> pci_sort_key("0000:3b:00.1") < pci_sort_key("00000000:AF:00.0")
     True
     """
-    parts = address.replace(".", ":").split(":")
-    try:
-        return tuple(int(part, 16) for part in parts)
-    except ValueError:
+    normal = normal_pci_address(address)
+    if normal is None:
         return (1 << 32,)
+    return tuple(int(part, 16) for part in normal.replace(".", ":").split(":"))
 
 
 def cpu_ids(device: MountedDevice | TopologyDevice) -> tuple[int, ...]:
     """The CPU numbers a ``dra.cpu`` device stands for (its ``cpuID``), else ``()``."""
-    return _int_list(device.attribute(_CPU_ID))
+    value = device.attribute(_CPU_ID)
+    if isinstance(value, bool) or value is None:
+        return ()
+    if isinstance(value, int):
+        return (value,)
+    if isinstance(value, tuple) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        return tuple(int(v) for v in value)
+    return ()
 
 
 def _kind(
@@ -349,17 +270,7 @@ def _kind(
             return decided
     if device.driver in kinds:
         return kinds[device.driver]
-    if device.network_data is not None:
-        return "nic"
-    known = DRIVER_KINDS.get(device.driver)
-    if known is not None:
-        return known
-    if device.driver.startswith("gpu."):
-        return "gpu"
-    for name, kind in _ATTRIBUTE_KINDS:
-        if device.find_attribute(name) is not None:
-            return kind
-    return "other"
+    return device.device_kind
 
 
 def build(
@@ -383,13 +294,31 @@ def build(
     devices: list[TopologyDevice] = []
     problems: list[TopologyProblem] = []
     counters: dict[str, int] = {}
-    found = [(_kind(mounted, mapping, rule), mounted) for mounted in inv.devices()]
+    seen: set[tuple[str, str, str, str]] = set()
+    found = []
+    for mounted in inv.devices():
+        key = _key(mounted)
+        if key in seen:
+            problems.append(
+                TopologyProblem(
+                    mounted.id,
+                    mounted.claim,
+                    mounted.request,
+                    f"{mounted.claim_label} request {mounted.request!r} lists device "
+                    f"{mounted.name!r} ({mounted.driver}, pool {mounted.pool!r}) more than "
+                    "once; it is counted once",
+                )
+            )
+            continue
+        seen.add(key)
+        found.append((_kind(mounted, mapping, rule), mounted))
     found.sort(key=lambda pair: DEVICE_KINDS.index(pair[0]))
     for kind, mounted in found:
-        nodes, source, owns = _numa(mounted)
-        distinct = {node for _, node in owns}
-        if len(distinct) > 1:
-            said = ", ".join(f"{name} says {node}" for name, node in owns)
+        numa = numa_of(mounted.device)
+        if numa.disagree:
+            said = ", ".join(
+                f"{name} says {','.join(map(str, nodes))}" for name, nodes in numa.sources
+            )
             problems.append(
                 TopologyProblem(
                     mounted.id,
@@ -397,7 +326,7 @@ def build(
                     mounted.request,
                     f"{mounted.claim_label} request {mounted.request!r} device "
                     f"{mounted.name!r} ({mounted.driver}): the NUMA attributes disagree: "
-                    f"{said}; {source} is used",
+                    f"{said}; {numa.source} is used",
                 )
             )
         socket_value = mounted.attribute(_SOCKET)
@@ -412,11 +341,12 @@ def build(
             TopologyDevice(
                 mounted,
                 kind,
-                nodes,
-                source,
+                numa.nodes,
+                numa.source,
                 socket,
-                _pci_bus_id(mounted),
+                mounted.pci_bus_id,
                 f"{kind}{number}",
+                mounted.pcie_roots,
             )
         )
     return Topology(tuple(devices), tuple(problems))
@@ -427,18 +357,64 @@ def _key(device: TopologyDevice | MountedDevice) -> tuple[str, str, str, str]:
     return (mounted.kind, mounted.claim, mounted.request, mounted.id)
 
 
+def _between(first: TopologyDevice, second: TopologyDevice) -> Affinity:
+    """The affinity of two different devices, from their placement alone."""
+    if intersect(first.pcie_roots, second.pcie_roots):
+        return "pcie-root"
+    if not (first.placed and second.placed):
+        return "unknown"
+    if intersect(first.numa_nodes, second.numa_nodes):
+        return "numa"
+    if first.socket is not None and first.socket == second.socket:
+        return "socket"
+    if first.numa_nodes and second.numa_nodes:
+        return "different"
+    return "unknown"
+
+
+def _placement(device: TopologyDevice) -> tuple[object, ...]:
+    return (frozenset(device.pcie_roots), frozenset(device.numa_nodes), device.socket)
+
+
+class _Affinities:
+    """Affinity between devices through their placement classes: O(1) a pair after O(n)."""
+
+    def __init__(self, devices: Iterable[TopologyDevice]) -> None:
+        self.classes: dict[tuple[object, ...], int] = {}
+        self.members: list[TopologyDevice] = []
+        self.class_of: list[int] = []
+        for device in devices:
+            placement = _placement(device)
+            number = self.classes.get(placement)
+            if number is None:
+                number = self.classes[placement] = len(self.members)
+                self.members.append(device)
+            self.class_of.append(number)
+        self._rows: dict[int, list[Affinity]] = {}
+
+    def row(self, number: int) -> list[Affinity]:
+        """Placement class ``number`` -> its affinity with every class."""
+        found = self._rows.get(number)
+        if found is None:
+            me = self.members[number]
+            found = self._rows[number] = [_between(me, other) for other in self.members]
+        return found
+
+
 class Topology(msgspec.Struct, frozen=True, gc=False):
     """Every mounted device with its kind and placement, and what disagrees.
 
     >>> import dra_metadata as dm
     >>> topo = dm.inventory("examples/topology-tree").topology()
     >>> [d.label for d in topo.on_numa_node(0)]
-    ['gpu0', 'nic0', 'cpu0', 'cpu1']
+    ['gpu0', 'nic0', 'cpu0']
     >>> sorted(topo.pcie_roots())
     ['pci0000:17', 'pci0000:85']
     """
 
+    #: Every device, GPUs first, then NICs, CPUs, memory and the others.
     devices: tuple[TopologyDevice, ...] = ()
+    #: What disagrees: NUMA attributes of one device, a device listed twice.
     problems: tuple[TopologyProblem, ...] = ()
 
     def __iter__(self) -> Iterator[TopologyDevice]:
@@ -471,6 +447,8 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
 
         Raises ``KeyError`` naming the labels there are when there is none.
         """
+        if isinstance(device, TopologyDevice) and any(d is device for d in self.devices):
+            return device
         if isinstance(device, str):
             for found in self.devices:
                 if device in (found.label, found.id):
@@ -486,30 +464,14 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
     def affinity(
         self, a: TopologyDevice | MountedDevice | str, b: TopologyDevice | MountedDevice | str
     ) -> Affinity:
-        """How close two devices are, as one of :data:`AFFINITY_LEVELS`."""
+        """How close two devices are, as one of :data:`AFFINITY_LEVELS`.
+
+        PCIe roots, then NUMA nodes, by non-empty intersection of their lists.
+        """
         first, second = self.find(a), self.find(b)
         if _key(first) == _key(second):
             return "same"
-        if first.pcie_root and first.pcie_root == second.pcie_root:
-            return "pcie-root"
-        if not (first.placed and second.placed):
-            return "unknown"
-        if first.numa_node is not None and first.numa_node == second.numa_node:
-            return "numa"
-        if first.socket is not None and first.socket == second.socket:
-            return "socket"
-        if (
-            first.numa_node is not None
-            and second.numa_node is not None
-            and (
-                (len(first.numa_nodes) > 1 and second.numa_node in first.numa_nodes)
-                or (len(second.numa_nodes) > 1 and first.numa_node in second.numa_nodes)
-            )
-        ):
-            return "socket"
-        if first.numa_node is None or second.numa_node is None:
-            return "unknown"
-        return "different"
+        return _between(first, second)
 
     def nearest(
         self,
@@ -518,72 +480,113 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
         kind: DeviceKind | None = None,
         within: Affinity = "different",
     ) -> TopologyDevice | None:
-        """The device of ``kind`` closest to ``device``: same PCIe root, else NUMA node...
+        """The device of ``kind`` closest to ``device``: a shared PCIe root, else NUMA node...
 
         Ties go to the first in inventory order. Only devices at ``within`` or
-        nearer count (``within="numa"``: same PCIe root or NUMA node); ``None``
-        when there is none.
+        nearer count (``within="numa"``: a shared PCIe root or NUMA node);
+        ``None`` when there is none.
         """
         me = self.find(device)
+        mine = _key(me)
         limit = AFFINITY_LEVELS.index(within)
         best: TopologyDevice | None = None
         best_rank = limit + 1
         for other in self.devices:
-            if _key(other) == _key(me) or (kind is not None and other.kind != kind):
+            if (kind is not None and other.kind != kind) or _key(other) == mine:
                 continue
-            rank = AFFINITY_LEVELS.index(self.affinity(me, other))
+            rank = AFFINITY_LEVELS.index(_between(me, other))
             if rank < best_rank:
                 best, best_rank = other, rank
         return best
 
     def on_numa_node(self, node: int | None) -> list[TopologyDevice]:
-        """The devices whose own NUMA node is ``node`` (``None``: no NUMA node known)."""
-        return [device for device in self.devices if device.numa_node == node]
+        """The devices local to NUMA node ``node`` (``None``: no NUMA node known)."""
+        if node is None:
+            return [device for device in self.devices if not device.numa_nodes]
+        return [device for device in self.devices if node in device.numa_nodes]
 
     def numa_nodes(self) -> list[int]:
-        """Every own NUMA node of a device, sorted."""
-        return sorted({d.numa_node for d in self.devices if d.numa_node is not None})
+        """Every NUMA node a device is local to, sorted."""
+        return sorted({node for d in self.devices for node in d.numa_nodes})
 
     def pcie_roots(self) -> dict[str, list[TopologyDevice]]:
-        """PCIe root -> the devices under it, roots in byte order."""
+        """PCIe root -> the devices local to it, roots in byte order."""
         found: dict[str, list[TopologyDevice]] = {}
         for device in self.devices:
-            if device.pcie_root:
-                found.setdefault(device.pcie_root, []).append(device)
+            for root in device.pcie_roots:
+                found.setdefault(root, []).append(device)
         return {root: found[root] for root in sorted(found, key=os.fsencode)}
+
+    def affinity_table(self) -> _Affinities:
+        """The devices' placement classes and the affinity between classes (O(n) to build)."""
+        return _Affinities(self.devices)
+
+    def affinity_rows(self) -> Iterator[tuple[str, dict[str, Affinity]]]:
+        """``(label, {label: affinity})`` for every device, in order: O(n²) in all.
+
+        What ``to_dict()["affinity"]`` holds, one row at a time.
+        """
+        table = self.affinity_table()
+        labels = [device.label for device in self.devices]
+        pairs = list(zip(labels, table.class_of, strict=True))
+        for index, device in enumerate(self.devices):
+            levels = table.row(table.class_of[index])
+            row = {label: levels[number] for label, number in pairs}
+            row[device.label] = "same"
+            yield device.label, row
 
     def to_dict(self) -> dict[str, object]:
         """The JSON form: devices, NUMA nodes, PCIe roots, the affinity matrix, problems."""
-        labels = [device.label for device in self.devices]
+        found = self._head()
+        found["affinity"] = dict(self.affinity_rows())
+        found["problems"] = [problem.message for problem in self.problems]
+        return found
+
+    def _head(self) -> dict[str, object]:
+        nodes: dict[str, list[str]] = {str(node): [] for node in self.numa_nodes()}
+        for device in self.devices:
+            for node in device.numa_nodes:
+                nodes[str(node)].append(device.label)
         return {
             "devices": [device.to_dict() for device in self.devices],
-            "numaNodes": {
-                str(node): [d.label for d in self.on_numa_node(node)] for node in self.numa_nodes()
-            },
+            "numaNodes": nodes,
             "pcieRoots": {root: [d.label for d in ds] for root, ds in self.pcie_roots().items()},
-            "affinity": {a.label: {b: self.affinity(a, b) for b in labels} for a in self.devices},
-            "problems": [problem.message for problem in self.problems],
         }
 
     def tree(self, width: int = 80) -> str:
-        """A readable tree: NUMA node > PCIe root > devices, lines cut to ``width``."""
+        """A readable tree: NUMA nodes > PCIe roots > devices, lines cut to ``width``.
+
+        A device local to several NUMA nodes (or roots) sits under a heading
+        that names them all.
+        """
         rows: list[tuple[int, tuple[str, ...]]] = []
-        nodes: list[int | None] = [*self.numa_nodes(), None]
-        for node in nodes:
-            members = self.on_numa_node(node)
-            if not members:
-                continue
-            rows.append((0, (f"NUMA node {node}" if node is not None else "no NUMA node",)))
-            roots: dict[str | None, list[TopologyDevice]] = {}
-            for device in members:
-                roots.setdefault(device.pcie_root, []).append(device)
-            order = sorted((r for r in roots if r), key=os.fsencode) + (
-                [None] if None in roots else []
+        by_nodes: dict[tuple[int, ...], list[TopologyDevice]] = {}
+        for device in self.devices:
+            by_nodes.setdefault(tuple(sorted(device.numa_nodes)), []).append(device)
+        order = sorted((n for n in by_nodes if n), key=lambda n: (n[0], len(n), n))
+        for nodes in [*order, *([()] if () in by_nodes else [])]:
+            members = by_nodes[nodes]
+            heading = (
+                "no NUMA node"
+                if not nodes
+                else f"NUMA node{'s' if len(nodes) > 1 else ''} {','.join(map(str, nodes))}"
             )
-            for root in order:
-                rows.append((1, (f"PCIe root {root}" if root else "no PCIe root",)))
+            rows.append((0, (heading,)))
+            roots: dict[tuple[str, ...], list[TopologyDevice]] = {}
+            for device in members:
+                roots.setdefault(tuple(sorted(device.pcie_roots, key=os.fsencode)), []).append(
+                    device
+                )
+            keys = sorted((r for r in roots if r), key=lambda r: [os.fsencode(x) for x in r])
+            for root in [*keys, *([()] if () in roots else [])]:
+                text = (
+                    f"PCIe root{'s' if len(root) > 1 else ''} {', '.join(root)}"
+                    if root
+                    else "no PCIe root"
+                )
+                rows.append((1, (one_line(text),)))
                 for group in _groups(roots[root]):
-                    rows.append((2, tuple(_printable(cell) for cell in _device_cells(group))))
+                    rows.append((2, tuple(one_line(cell) for cell in _device_cells(group))))
         return _layout(rows, width)
 
     def matrix(self, width: int = 80) -> str:
@@ -594,18 +597,22 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
         head = max(len(label) for label in labels) + 1 if labels else 1
         lines = []
         if groups:
+            table = _Affinities(group[0] for group in groups)
+            padded = {level: text.rjust(cell) for level, text in _CELL.items()}
             lines.append(" " * head + "".join(label.rjust(cell) for label in labels))
-            for label, group in zip(labels, groups, strict=True):
-                cells = [_CELL[self.affinity(group[0], other[0])] for other in groups]
-                lines.append(label.ljust(head) + "".join(c.rjust(cell) for c in cells))
+            for index, (label, number) in enumerate(zip(labels, table.class_of, strict=True)):
+                cells = [padded[level] for level in table.row(number)]
+                row = [cells[other] for other in table.class_of]
+                row[index] = padded["same"]
+                lines.append(label.ljust(head) + "".join(row))
             lines.append("")
-            legend = [(2, tuple(_printable(c) for c in _device_cells(g))) for g in groups]
+            legend = [(2, tuple(one_line(c) for c in _device_cells(g))) for g in groups]
             lines.extend(_layout(legend, width, indent="").splitlines())
             lines.append("")
         lines.extend(
             _cut(line, width)
             for line in (
-                "X = itself, ROOT = same PCIe root, NUMA = same NUMA node,",
+                "X = itself, ROOT = a shared PCIe root, NUMA = a shared NUMA node,",
                 "SOCK = same socket, SYS = different NUMA nodes, ? = not in the metadata",
             )
         )
@@ -628,7 +635,7 @@ def _groups(devices: list[TopologyDevice]) -> list[list[TopologyDevice]]:
             device.request,
             device.driver,
             device.numa_nodes,
-            device.pcie_root,
+            device.pcie_roots,
             device.socket,
         )
         if key in index:
@@ -679,13 +686,6 @@ def _device_cells(group: list[TopologyDevice]) -> tuple[str, ...]:
         elif first.pci_bus_id:
             detail = first.pci_bus_id
     return (_group_label(group), name, first.driver, where, detail)
-
-
-def _printable(text: str) -> str:
-    """``text`` with characters that would break a line or a terminal escaped."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def _cut(line: str, width: int) -> str:

@@ -1,8 +1,9 @@
 """Put each GPU next to its NIC and CPUs, from the pod's device metadata.
 
 A training job with GPUs, RDMA NICs and CPUs from three drivers asks the
-topology which NIC shares each GPU's PCIe root and which CPUs share its NUMA
-node, then prints the framework variables the metadata gives::
+topology which NIC shares each GPU's PCIe root and which CPUs are local to it
+(a CPU group lists every PCIe root of its NUMA node), then prints the framework
+variables the metadata gives::
 
     DRA_METADATA_ROOT=examples/topology-tree python examples/topology.py
 
@@ -30,8 +31,9 @@ def main() -> int:
         if nic is not None and nic.network_data is not None:
             nic_text = f"{nic.network_data.interface_name} ({topo.affinity(gpu, nic)})"
         ids = [cpu.attribute("cpuID") for cpu in cpus]
-        cpu_text = f"{ids[0]}-{ids[-1]} (numa)" if ids else "none"
-        print(f"{gpu.name} NUMA {gpu.numa_nodes}: nic {nic_text}, cpus {cpu_text}")
+        level = topo.affinity(gpu, cpus[0]) if cpus else ""
+        cpu_text = f"{ids[0]}-{ids[-1]} ({level})" if ids else "none"
+        print(f"{gpu.name} on {', '.join(gpu.pcie_roots)}: nic {nic_text}, cpus {cpu_text}")
     for problem in topo.problems:
         print(f"warning: {problem}", file=sys.stderr)
     try:

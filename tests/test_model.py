@@ -90,6 +90,9 @@ def test_unqualified_names_resolve_in_the_driver_domain() -> None:
     assert set(dev.qualified_attributes()) == {"gpu.example.com/model", "dra.net/ifName"}
 
 
+STD_PCI = "resource.kubernetes.io/pciBusID"
+
+
 def test_standard_attributes_have_properties() -> None:
     """pciBusID, pcieRoot and numaNode (scalar or list) are read from resource.kubernetes.io."""
     dev = device(
@@ -102,13 +105,44 @@ def test_standard_attributes_have_properties() -> None:
     assert (dev.pci_bus_id, dev.pcie_root, dev.numa_node, dev.numa_nodes) == (
         "0000:3b:00.0",
         "pci0000:3a",
-        5,
+        None,  # a list of three nodes has no single node
         (5, 4, 6),
     )
     scalar = device(**{"resource.kubernetes.io/numaNode": A(int=1)}, numaNode=A(int=9))
     assert (scalar.numa_node, scalar.numa_nodes) == (1, (1,))
     bare = device(numaNode=A(int=9), pciBusID=A(string="x"))
-    assert (bare.numa_node, bare.pci_bus_id, bare.pcie_root) == (None, None, None)
+    # A numaNode in the driver's own domain counts (ROCm's gpu.amd.com/numaNode); "x" is no address.
+    assert (bare.numa_node, bare.pci_bus_id, bare.pcie_root) == (9, None, None)
+    roots = device(**{"resource.kubernetes.io/pcieRoot": A(strings=("pci0000:00", "pci0000:3a"))})
+    assert (roots.pcie_root, roots.pcie_roots) == (None, ("pci0000:00", "pci0000:3a"))
+
+
+def test_pci_bus_id_is_the_standard_form_from_the_standard_attribute_or_an_alias() -> None:
+    """NVIDIA's 8-digit pcieBusID reads as 0000:18:00.0, says where it came from, keeps its text."""
+    nvidia = dm.Device("gpu.nvidia.com", "p", "g", {"pcieBusID": A(string="00000000:18:00.0")})
+    assert (nvidia.pci_bus_id, nvidia.pci_bus_id_source) == (
+        "0000:18:00.0",
+        "gpu.nvidia.com/pcieBusID",
+    )
+    assert nvidia.attribute("pcieBusID") == "00000000:18:00.0"
+    both = dm.Device(
+        "gpu.nvidia.com",
+        "p",
+        "g",
+        {"pcieBusID": A(string="00000000:18:00.0"), STD_PCI: A(string="0000:19:00.0")},
+    )
+    assert (both.pci_bus_id, both.pci_bus_id_source) == ("0000:19:00.0", STD_PCI)
+    hostile = dm.Device("dra.net", "p", "n", {STD_PCI: A(string="0000:3b:00.0 -d /x/evil.so")})
+    assert (hostile.pci_bus_id, hostile.pci_bus_id_source) == (None, STD_PCI)
+
+
+def test_device_kind_follows_one_set_of_rules() -> None:
+    """A pass-through GPU with uuid and productName is a gpu; the topology says the same."""
+    vfio = dm.Device(
+        "vfio.example.com", "p", "v", {"uuid": A(string="GPU-1"), "productName": A(string="A100")}
+    )
+    assert vfio.device_kind == "gpu"
+    assert dm.Device("fpga.example.com", "p", "f").device_kind == "other"
 
 
 def test_model_is_frozen() -> None:

@@ -168,7 +168,7 @@ HOSTILE = "net1'; touch pwned; echo '$(touch pwned2)`touch pwned3`\\"
 
 @pytest.mark.parametrize("shell", ["sh", "bash"])
 def test_profiles_source_exactly_in_real_shells(tmp_path: Path, shell: str) -> None:
-    """Profile output sourced in sh and bash sets every value exactly and runs nothing."""
+    """A hostile interface name is refused, nothing run; the sample's output sources exactly."""
     if shutil.which(shell) is None:
         pytest.skip(f"no {shell} on PATH")
     nic = dm.Device("dra.net", "p", "eth1", network_data=dm.NetworkDeviceData(HOSTILE))
@@ -187,7 +187,9 @@ def test_profiles_source_exactly_in_real_shells(tmp_path: Path, shell: str) -> N
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "=" + HOSTILE
+    assert done.stdout == ""
+    assert "cannot hold as one element" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
     assert not any(tmp_path.glob("pwned*"))
     sample = subprocess.run(
         [shell, "-c", '. /dev/stdin; printf "%s|%s" "$CUDA_VISIBLE_DEVICES" "$NUMACTL_OPTIONS"'],

@@ -70,7 +70,7 @@ def test_topology_tree_is_what_the_generator_writes(tmp_path: Path) -> None:
 
 
 def test_sample_pod_shares_pcie_roots_and_numa_nodes() -> None:
-    """Each GPU of the sample pod has a NIC under its PCIe root and CPUs on its NUMA node."""
+    """Each GPU of the sample pod shares a PCIe root with a NIC and with a CPU group's root list."""
     topo = dm.inventory(TOPOLOGY_ROOT).topology()
     assert [d.kind for d in topo.devices] == ["gpu", "gpu", "nic", "nic"] + ["cpu"] * 4
     for gpu in topo.gpus:
@@ -79,7 +79,8 @@ def test_sample_pod_shares_pcie_roots_and_numa_nodes() -> None:
         assert nic is not None
         assert cpu is not None
         assert topo.affinity(gpu, nic) == "pcie-root"
-        assert topo.affinity(gpu, cpu) == "numa"
+        assert topo.affinity(gpu, cpu) == "pcie-root"
+        assert gpu.numa_nodes == ()  # NVIDIA publishes no NUMA node for a full GPU
     assert topo.problems == ()
 
 
@@ -94,10 +95,19 @@ def test_sample_pod_shares_pcie_roots_and_numa_nodes() -> None:
         ("dra.net", {}, False, "nic"),
         ("dra.memory", {}, False, "memory"),
         ("sriov.example.com", {}, True, "nic"),
+        ("sriovnetwork.k8snetworkplumbingwg.io", {}, False, "nic"),
+        (
+            "x.example.com",
+            {"uuid": A(string="GPU-1"), "productName": A(string="A100")},
+            False,
+            "gpu",
+        ),
+        ("x.example.com", {"uuid": A(string="GPU-1")}, False, "other"),
         ("x.example.com", {"dra.net/ifName": A(string="eth1")}, False, "nic"),
         ("x.example.com", {"dra.cpu/cpuID": A(int=3)}, False, "cpu"),
         ("fpga.example.com", {"model": A(string="U250")}, False, "other"),
-        ("vfio.gpu.example.com", {}, False, "other"),
+        ("vfio.gpu.example.com", {}, False, "gpu"),
+        ("gpus.example.com", {}, False, "other"),
     ],
 )
 def test_kind_rules(
@@ -146,7 +156,8 @@ def test_numa_placement_from_the_standard_attribute_and_its_aliases(
     topo = topology_of(tmp_path, dm.Device(driver, "p", "d0", {key: attribute}))
     device = topo.devices[0]
     assert (device.numa_nodes, device.numa_source) == (nodes, source)
-    assert device.numa_node == (nodes[0] if nodes else None)
+    assert device.numa_node == (nodes[0] if len(nodes) == 1 else None)
+    assert device.numa_nodes == device.mounted.numa_nodes  # one answer, every door
 
 
 def test_disagreeing_numa_attributes_are_reported(tmp_path: Path) -> None:
@@ -179,7 +190,13 @@ def _dev(name: str, **attributes: dm.DeviceAttribute) -> dm.Device:
             "pcie-root",
         ),
         (_dev("a", numa=A(int=0)), _dev("b", numa=A(ints=(0, 1))), "numa"),
-        (_dev("a", numa=A(ints=(0, 1))), _dev("b", numa=A(int=1)), "socket"),
+        (_dev("a", numa=A(ints=(0, 1))), _dev("b", numa=A(int=1)), "numa"),
+        (_dev("a", numa=A(ints=(0, 1))), _dev("b", numa=A(ints=(2, 3))), "different"),
+        (
+            _dev("a", root=A(strings=("pci0000:00", "pci0000:17"))),
+            _dev("b", root=A(string="pci0000:17")),
+            "pcie-root",
+        ),
         (
             _dev("a", numa=A(int=0), socket=A(int=0)),
             _dev("b", numa=A(int=1), socket=A(int=0)),
@@ -228,27 +245,30 @@ def test_find_names_the_labels_there_are(tmp_path: Path) -> None:
 
 TREE = """\
 NUMA node 0
+  PCIe roots pci0000:00, pci0000:17
+    cpu0-1  cpu-0..cpu-1    dra.cpu         cpus/cpus  cpus 0-1
+  PCIe root pci0000:17
+    nic0    ens1f0          dra.net         rdma/nic   net1 10.10.1.5/24
+NUMA node 1
+  PCIe roots pci0000:80, pci0000:85
+    cpu2-3  cpu-16..cpu-17  dra.cpu         cpus/cpus  cpus 16-17
+  PCIe root pci0000:85
+    nic1    ens2f0          dra.net         rdma/nic   net2 10.10.2.5/24
+no NUMA node
   PCIe root pci0000:17
     gpu0    gpu-0           gpu.nvidia.com  gpus/gpu   GPU-4a1c2e3f-5b6d-4e7f-8…
-    nic0    ens1f0          dra.net         rdma/nic   net1 10.10.1.5/24
-  no PCIe root
-    cpu0-1  cpu-0..cpu-1    dra.cpu         cpus/cpus  cpus 0-1
-NUMA node 1
   PCIe root pci0000:85
     gpu1    gpu-1           gpu.nvidia.com  gpus/gpu   GPU-9e8d7c6b-5a4f-4e3d-8…
-    nic1    ens2f0          dra.net         rdma/nic   net2 10.10.2.5/24
-  no PCIe root
-    cpu2-3  cpu-16..cpu-17  dra.cpu         cpus/cpus  cpus 16-17
 """
 
 MATRIX_TOP = """\
           gpu0   gpu1   nic0   nic1 cpu0-1 cpu2-3
-gpu0         X   SOCK   ROOT   SOCK   NUMA   SOCK
-gpu1      SOCK      X   SOCK   ROOT   SOCK   NUMA
-nic0      ROOT   SOCK      X    SYS   NUMA    SYS
-nic1      SOCK   ROOT    SYS      X    SYS   NUMA
-cpu0-1    NUMA   SOCK   NUMA    SYS      X   SOCK
-cpu2-3    SOCK   NUMA    SYS   NUMA   SOCK      X
+gpu0         X      ?   ROOT      ?   ROOT      ?
+gpu1         ?      X      ?   ROOT      ?   ROOT
+nic0      ROOT      ?      X    SYS   ROOT    SYS
+nic1         ?   ROOT    SYS      X    SYS   ROOT
+cpu0-1    ROOT      ?   ROOT    SYS      X   SOCK
+cpu2-3       ?   ROOT    SYS   ROOT   SOCK      X
 """
 
 
@@ -279,10 +299,13 @@ def test_a_hostile_name_cannot_break_the_tree(tmp_path: Path) -> None:
 def test_topology_command_prints_the_tree_at_terminal_width(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """dra-metadata topology prints the tree; COLUMNS=80 gives the 80-column one."""
+    """Written anywhere but a terminal, the tree is never cut, whatever COLUMNS says."""
     monkeypatch.setenv("COLUMNS", "80")
     code, out, err = run("topology", "--root", str(TOPOLOGY_ROOT))
-    assert (code, out, err) == (0, TREE, "")
+    whole = dm.inventory(TOPOLOGY_ROOT).topology().tree(10**6)
+    assert (code, out, err) == (0, whole, "")
+    assert "…" not in out
+    assert out != TREE
 
 
 def test_topology_command_matrix_and_json() -> None:
@@ -293,13 +316,17 @@ def test_topology_command_matrix_and_json() -> None:
     code, out, _ = run("topology", "--root", str(TOPOLOGY_ROOT), "--json")
     data = json.loads(out)
     assert code == 0
-    assert data["numaNodes"] == {
-        "0": ["gpu0", "nic0", "cpu0", "cpu1"],
-        "1": ["gpu1", "nic1", "cpu2", "cpu3"],
+    assert data["numaNodes"] == {"0": ["nic0", "cpu0", "cpu1"], "1": ["nic1", "cpu2", "cpu3"]}
+    assert data["pcieRoots"] == {
+        "pci0000:00": ["cpu0", "cpu1"],
+        "pci0000:17": ["gpu0", "nic0", "cpu0", "cpu1"],
+        "pci0000:80": ["cpu2", "cpu3"],
+        "pci0000:85": ["gpu1", "nic1", "cpu2", "cpu3"],
     }
-    assert data["pcieRoots"] == {"pci0000:17": ["gpu0", "nic0"], "pci0000:85": ["gpu1", "nic1"]}
     assert data["affinity"]["gpu0"]["nic0"] == "pcie-root"
-    assert data["devices"][0]["pciBusID"] == "00000000:18:00.0"
+    assert data["affinity"]["gpu0"]["cpu1"] == "pcie-root"
+    assert data["devices"][0]["pciBusID"] == "0000:18:00.0"
+    assert data["devices"][0]["pciBusIDSource"] == "gpu.nvidia.com/pcieBusID"
     assert data["problems"] == []
 
 
@@ -350,8 +377,8 @@ def test_topology_example_runs() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "gpu-0 NUMA (0, 1): nic net1 (pcie-root), cpus 0-1 (numa)",
-        "gpu-1 NUMA (1, 0): nic net2 (pcie-root), cpus 16-17 (numa)",
+        "gpu-0 on pci0000:17: nic net1 (pcie-root), cpus 0-1 (pcie-root)",
+        "gpu-1 on pci0000:85: nic net2 (pcie-root), cpus 16-17 (pcie-root)",
         "CUDA_VISIBLE_DEVICES=GPU-4a1c2e3f-5b6d-4e7f-8091-a2b3c4d5e6f7,"
         "GPU-9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b",
         "CUDA_DEVICE_ORDER=PCI_BUS_ID",
@@ -374,7 +401,7 @@ def test_names_the_node_wrote_cannot_break_json_or_lines(tmp_path: Path) -> None
     assert json.loads(out)["devices"][0]["claim"] == "c\\xff\nx"
     code, out, _ = run("topology", "--root", str(tmp_path))
     assert code == 0
-    assert "c\\udcff\\nx/r" in out
+    assert "c\\xff\\nx/r" in out  # escaped as every other command escapes it
     code, out, _ = run("doctor", "--root", str(tmp_path), "--verbose", "--proc-root", str(tmp_path))
     assert len(out.splitlines()) == 2  # the file, the summary
     code, out, _ = run("doctor", "--root", str(tmp_path), "--json")

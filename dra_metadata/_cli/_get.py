@@ -32,12 +32,20 @@ names, as the library merges them).
 NAME is an attribute name, qualified (resource.kubernetes.io/pciBusID) or not
 (uuid: an unqualified name lives in the device's driver domain; when the driver
 has no attribute of that name, the Kubernetes standard attribute of that name is
-used, so pciBusID, pcieRoot and numaNode work as env names them), or one of the
-network fields interfaceName, ips and hardwareAddress (also networkData.ips);
-an attribute that has one of those names is reached by its qualified name.
+used), or one of the network fields interfaceName, ips and hardwareAddress (also
+networkData.ips); an attribute that has one of those names is reached by its
+qualified name.
 Integers print in decimal, booleans as true/false, lists (ints, strings, ips)
 comma-joined on one line. A value that holds a newline spans lines: use -0 or
 --json when values may hold one.
+
+pciBusID, numaNode, numaNodes, pcieRoot and pcieRoots (unqualified, when the
+driver has no attribute of that name) print the model's answer, the one the
+Python properties, env, topology and doctor give: pciBusID in the standard
+form (0000:18:00.0), also from a driver's own name for it (NVIDIA's
+pcieBusID), with a note on stderr saying which attribute it came from;
+numaNodes every NUMA node, numaNode only when there is exactly one. A
+qualified name prints the attribute as written.
 
 When a device lacks the attribute (or the request has no devices) nothing is
 printed and the exit code is 1, with the reason on stderr: every device must
@@ -65,6 +73,49 @@ def register(commands: Commands) -> None:
     parser.set_defaults(handler=_get)
 
 
+#: Unqualified names ``get`` answers from the model (see ``dra_metadata._device``).
+ANSWERED: Final = ("pciBusID", "numaNode", "numaNodes", "pcieRoot", "pcieRoots")
+
+
+def model_answer(device: Device, name: str) -> tuple[AttributeValue | None, str]:
+    """The model's answer to ``name`` (one of :data:`ANSWERED`) and a note on where it came from.
+
+    The note is empty when the answer is the standard attribute as written, or
+    says which alias it came from, or why there is no answer.
+
+    >>> import dra_metadata as dm
+    >>> gpu = dm.Device("gpu.nvidia.com", "p", "gpu-0",
+    ...                 {"pcieBusID": dm.DeviceAttribute(string="00000000:18:00.0")})
+    >>> model_answer(gpu, "pciBusID")
+    ('0000:18:00.0', 'from gpu.nvidia.com/pcieBusID, in the standard form')
+    """
+    from .._device import PCI_BUS_ID_ATTRIBUTES, pci_address_of
+
+    if name == "pciBusID":
+        found = pci_address_of(device)
+        if found is None:
+            return None, ""
+        if found.value is None:
+            return None, f"{found.source} holds {found.raw!r}, which is no PCI address"
+        if found.source == PCI_BUS_ID_ATTRIBUTES[0] and found.value == found.raw:
+            return found.value, ""
+        return found.value, f"from {found.source}, in the standard form"
+    if name in ("numaNode", "numaNodes"):
+        nodes, source = device.numa_nodes, device.numa_source
+        note = "" if source is None or source.endswith("/numaNode") else f"from {source}"
+        if name == "numaNodes":
+            return (nodes or None), note
+        if len(nodes) > 1:
+            return None, f"NUMA nodes {','.join(map(str, nodes))} ({source}): ask numaNodes"
+        return (nodes[0] if nodes else None), note
+    roots = device.pcie_roots
+    if name == "pcieRoots":
+        return (roots or None), ""
+    if len(roots) > 1:
+        return None, f"PCIe roots {','.join(roots)}: ask pcieRoots"
+    return (roots[0] if roots else None), ""
+
+
 def value_of(device: Device, name: str) -> AttributeValue | None:
     """The value ``get NAME`` prints for ``device``, or ``None`` when it has none.
 
@@ -81,6 +132,8 @@ def value_of(device: Device, name: str) -> AttributeValue | None:
             return None
         value: str | tuple[str, ...] = getattr(network, NETWORK_FIELDS[field])
         return value or None
+    if name in ANSWERED and device.find_attribute(name) is None:
+        return model_answer(device, name)[0]
     return device.attribute(name, standard=True)
 
 
@@ -98,14 +151,23 @@ def _get(args: argparse.Namespace) -> int:
         fail(f"{where} has no devices")
         return EXIT_FALSE
     values = [value_of(device, args.name) for device in devices]
-    missing = [device for device, value in zip(devices, values, strict=True) if value is None]
+    notes = [
+        model_answer(device, args.name)[1]
+        if args.name in ANSWERED and device.find_attribute(args.name) is None
+        else ""
+        for device in devices
+    ]
+    missing = [i for i, value in enumerate(values) if value is None]
     if missing:
-        first = missing[0]
+        first = devices[missing[0]]
+        why = notes[missing[0]]
         fail(
             f"{args.name!r} is absent on {len(missing)} of {len(devices)} devices of {where} "
-            f"(first: {first.driver}/{first.pool}/{first.name})"
+            f"(first: {first.driver}/{first.pool}/{first.name}" + (f": {why})" if why else ")")
         )
-        return EXIT_FALSE
+        return EXIT_UNDECODABLE if "no PCI address" in why else EXIT_FALSE
+    for note in dict.fromkeys(note for note in notes if note):
+        fail(f"note: {args.name} {note}")
     if args.format == "json":
         import msgspec
 

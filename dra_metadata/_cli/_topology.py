@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ._common import (
     EXIT_OK,
@@ -17,7 +17,10 @@ from ._common import (
     write_stdout,
 )
 
-__all__ = ["json_bytes", "register"]
+if TYPE_CHECKING:
+    from .._topology import Topology
+
+__all__ = ["json_bytes", "output_width", "register", "write_json"]
 
 _KINDS: Final = ("gpu", "nic", "cpu", "memory", "other")
 
@@ -35,13 +38,16 @@ nic, then known drivers (gpu.nvidia.com, gpu.amd.com, gpu.intel.com, dra.cpu,
 dra.net, dra.memory) and drivers named gpu.*; --kind DRIVER=KIND overrides.
 CPUs of one request on one NUMA node share a line.
 
+On a terminal, lines longer than it end in "…"; written anywhere else (a pipe,
+a file, kubectl logs) every line is whole.
+
 --matrix prints device x device affinity instead: ROOT same PCIe root, NUMA
 same NUMA node, SOCK same socket (where the metadata says so), SYS different,
 ? not in the metadata. --json prints devices, NUMA nodes, PCIe roots, the
 affinity of every pair and the problems.
 
-A missing root exits 66; a file that does not decode is reported on stderr
-(its devices are left out) and exits 65.
+A missing or empty root exits 66, as every command does; a file that does not
+decode is reported on stderr (its devices are left out) and exits 65.
 """
 
 
@@ -98,24 +104,90 @@ def json_bytes(value: object) -> bytes:
     return msgspec.json.format(msgspec.json.encode(_utf8(value)), indent=2) + b"\n"
 
 
+def output_width() -> int:
+    """Columns to cut lines at: the terminal's when stdout is one, else no cut at all.
+
+    A pipe, a file or ``kubectl logs`` gets every line whole, whatever
+    ``$COLUMNS`` says; on a terminal, lines longer than it end in ``…``.
+    """
+    import sys
+
+    from ._common import terminal_width
+
+    try:
+        terminal = sys.stdout is not None and sys.stdout.isatty()
+    except (OSError, ValueError):
+        terminal = False
+    return terminal_width() if terminal else sys.maxsize
+
+
+def _indented(value: object, depth: int) -> bytes:
+    """``value`` as JSON indented as :func:`json_bytes` would at ``depth`` levels in."""
+    import msgspec
+
+    text = msgspec.json.format(msgspec.json.encode(value), indent=2)
+    return text.replace(b"\n", b"\n" + b"  " * depth)  # JSON text holds no raw newline
+
+
+def write_json(topo: Topology) -> None:
+    """``topo.to_dict()`` as :func:`json_bytes` prints it, written one affinity row at a time.
+
+    The same bytes, in O(n) memory beyond one row: at 10,000 devices the
+    affinity of every pair is 10^8 entries, which one object would not hold.
+    Labels and levels are ASCII, so rows skip the UTF-8 walk.
+    """
+    head = topo._head()
+    write_stdout(b"{\n")
+    for key, value in head.items():
+        write_stdout(b'  "' + key.encode() + b'": ' + _indented(_utf8(value), 1) + b",\n")
+    write_stdout(b'  "affinity": ')
+    table = topo.affinity_table()
+    labels = [device.label.encode() for device in topo.devices]
+    keys = [b'\n      "' + label + b'": "' for label in labels]
+    bodies: dict[int, tuple[bytes, list[int]]] = {}
+    for index, number in enumerate(table.class_of):
+        body = bodies.get(number)
+        if body is None:  # one row of this placement class, with where each entry starts
+            levels = [level.encode() for level in table.row(number)]
+            parts = [
+                key + levels[other] + b'",' for key, other in zip(keys, table.class_of, strict=True)
+            ]
+            starts = [0]
+            for part in parts:
+                starts.append(starts[-1] + len(part))
+            body = bodies[number] = (b"".join(parts)[:-1], starts)
+        text, starts = body
+        write_stdout(
+            (b"{" if index == 0 else b",")
+            + b'\n    "'
+            + labels[index]
+            + b'": {'
+            + text[: starts[index]]
+            + keys[index]
+            + b'same"'
+            + text[starts[index + 1] - 1 :]  # the comma after the entry, if any
+            + b"\n    }"
+        )
+    write_stdout(b"{},\n" if not labels else b"\n  },\n")
+    problems = [problem.message for problem in topo.problems]
+    write_stdout(b'  "problems": ' + _indented(_utf8(problems), 1) + b"\n}\n")
+
+
 def _topology(args: argparse.Namespace) -> int:
     from .._inventory import Inventory
     from .._topology import build
-    from ._common import terminal_width
 
     inv: Inventory = selected_inventory(args)
     topo = build(inv, kinds=dict(args.kind))
     if args.format == "json":
-        write_stdout(json_bytes(topo.to_dict()))
+        write_json(topo)
     else:
-        width = terminal_width()
+        width = output_width()
         text = topo.matrix(width) if args.matrix else topo.tree(width)
         write_stdout(text.encode("utf-8", "surrogateescape"))
     worst = EXIT_OK
     if not topo.devices:
-        from .._nearby import MOUNT_HINT
-
-        fail(f"no devices are mounted under {inv.root}: {MOUNT_HINT}")
+        fail(f"no device could be read under {inv.root}")
     for problem in topo.problems:
         fail(problem.message)
     for found in inv.problems:

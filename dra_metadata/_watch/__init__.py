@@ -62,7 +62,7 @@ from ._api import MetadataWatcher, await_for, awatch, wait_for, watch
 from ._backends import Backend
 from ._conditions import has_attribute, has_generation, has_network_data
 from ._events import WatchEvent, WatchEventKind
-from ._session import DEFAULT_RESCAN_INTERVAL
+from ._session import DEFAULT_RESCAN_INTERVAL, StopEvent
 from ._state import DEFAULT_ERROR_TIMEOUT, Change, FileState
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "Change",
     "FileState",
     "MetadataWatcher",
+    "StopEvent",
     "WatchEvent",
     "WatchEventKind",
     "await_for",

@@ -36,6 +36,7 @@ from .._paths import (
     root_path,
 )
 from .._read import merge, read_fd
+from .._select import ClaimKind, Place, Question, ask, narrow, resolve
 from ._backends import Backend, BackendError, Notifier, check_backend, open_notifier
 from ._conditions import Condition
 from ._events import WatchEvent
@@ -112,6 +113,24 @@ class Target(msgspec.Struct, frozen=True):
     file_name: str | None  # <driver>-metadata.json when one driver is watched
     root: str  # the caller's root (it may be a link; nothing below it may)
     parts: tuple[str, str, str]  # the kind directory, the claim and the request below it
+    question: Question  # what was asked, for the one resolver (a subrequest is checked)
+
+    def answers(self, md: DeviceMetadata) -> tuple[str, ...]:
+        """The request names of ``md`` that answer; the readers' not-found when none does.
+
+        A file holding another subrequest than the one asked (``gpu/high-memory``
+        for ``gpu/low-memory``) can never come to hold it: the allocation is made
+        once, so the watch ends there with the error every door gives.
+        """
+        names = tuple(request.name for request in md.requests)
+        if self.question.request is None or "/" not in self.question.request:
+            return names
+        subdir, claim, base = self.parts
+        kind: ClaimKind = "claim" if subdir == RESOURCE_CLAIMS_SUBDIR else "template"
+        ((_, kept),) = resolve(
+            self.question, self.root, [Place(kind, claim, base, self.directory, names)]
+        )
+        return kept
 
 
 class Options(msgspec.Struct, frozen=True):
@@ -159,7 +178,13 @@ def plan(
     file_name = None if driver is None else metadata_file_name(driver)
     claim_dir, base = os.path.split(directory)
     parts = (subdir, os.path.basename(claim_dir), base)
-    target = Target(directory, os.path.abspath(directory), driver, file_name, top, parts)
+    question = ask(
+        kind="claim" if claim is not None else "template",
+        claim=claim if claim is not None else pod_claim,
+        request=request,
+        driver=driver,
+    )
+    target = Target(directory, os.path.abspath(directory), driver, file_name, top, parts, question)
     if isinstance(max_size, bool) or not isinstance(max_size, int):
         raise TypeError(f"max_size must be an int, not {type(max_size).__name__}")
     if not rescan_interval > 0:
@@ -529,6 +554,7 @@ class Session:
                 error = DecodeError(f"{path}: {err}", path=path)
                 return state.broken(error, nlink=info.st_nlink, now=now)
             tracked.raw, tracked.raw_md = data, md
+        self.target.answers(md)  # another subrequest than the one asked: the not-found, now
         tracked.signature, tracked.read_at = signature(info), read_at
         return state.decoded(md, nlink=info.st_nlink, now=now)
 
@@ -646,7 +672,8 @@ class Session:
         ]
         if not good:
             return None
-        return merge([(path, md) for path, md in good if md is not None])
+        md = merge([(path, md) for path, md in good if md is not None])
+        return narrow(md, self.target.answers(md))
 
     def next_wait(self, now: float) -> float:
         """Seconds until the next timer (a retry, a confirming read, or the rescan)."""

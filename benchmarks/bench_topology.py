@@ -1,0 +1,197 @@
+"""How ``dra-metadata topology --json`` and ``--matrix`` scale with the number of devices.
+
+What is measured
+================
+
+A tree of N devices (a quarter GPUs, a quarter NICs, half CPUs, spread over
+four NUMA nodes and sixteen PCIe roots, with the attribute names the real
+drivers publish) is written for N = 300, 1,000 and 10,000. For each, the
+wall time of ``python -m dra_metadata topology`` (the tree), ``topology
+--json`` and ``topology --matrix`` is taken in fresh processes, output to
+``/dev/null`` (the best of five runs below 10,000 devices, one at 10,000); a
+row prints each time and its ratio to the tree's time
+measured in the same run.
+
+Targets (issue 18: at most O(n²))
+=================================
+
+* 1,000 devices: ``--json`` and ``--matrix`` each under 2x the tree's time;
+* 10,000 devices: ``--json`` and ``--matrix`` each under 60 s.
+
+Before the change, ``--json`` and ``--matrix`` were O(n³): 19-25 s at 300
+devices and over 120 s at 1,000.
+
+Usage
+=====
+
+::
+
+    python benchmarks/bench_topology.py            # the table (a minute or two)
+    python benchmarks/bench_topology.py --quick    # 300 and 1,000 devices only
+    python benchmarks/bench_topology.py --json     # the figures as JSON
+    python benchmarks/bench_topology.py --check    # exit 1 when a target is missed
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # the checkout's package, whatever copy is installed
+
+import dra_metadata as dm  # noqa: E402 - after the path is set
+
+SIZES = (300, 1000, 10000)
+QUICK_SIZES = (300, 1000)
+RATIO_TARGET = 2.0  # at 1,000 devices
+SECONDS_TARGET = 60.0  # at 10,000 devices
+A = dm.DeviceAttribute
+STD = dm.STANDARD_DOMAIN + "/"
+
+
+def devices(count: int) -> dict[str, list[dm.Device]]:
+    """Driver -> its devices: GPUs, NICs and CPUs placed over 4 NUMA nodes and 16 roots."""
+    found: dict[str, list[dm.Device]] = {"gpu.nvidia.com": [], "dra.net": [], "dra.cpu": []}
+    for index in range(count):
+        numa = index % 4
+        root = f"pci0000:{(index % 16) * 16:02x}"
+        bus = f"00000000:{index % 256:02x}:{index // 256 % 32:02x}.0"
+        if index % 4 == 0:
+            found["gpu.nvidia.com"].append(
+                dm.Device(
+                    "gpu.nvidia.com",
+                    "node",
+                    f"gpu-{index}",
+                    {
+                        "uuid": A(string=f"GPU-{index:08x}-0000-4000-8000-000000000000"),
+                        "productName": A(string="NVIDIA H100 80GB HBM3"),
+                        "pcieBusID": A(string=bus),
+                        STD + "pcieRoot": A(string=root),
+                    },
+                )
+            )
+        elif index % 4 == 1:
+            found["dra.net"].append(
+                dm.Device(
+                    "dra.net",
+                    "node",
+                    f"eth{index}",
+                    {
+                        "ifName": A(string=f"eth{index}"),
+                        "numaNode": A(int=numa),
+                        STD + "pcieRoot": A(string=root),
+                    },
+                )
+            )
+        else:
+            roots = tuple(f"pci0000:{(numa * 4 + k) * 16:02x}" for k in range(4))
+            found["dra.cpu"].append(
+                dm.Device(
+                    "dra.cpu",
+                    "node",
+                    f"cpu-{index}",
+                    {
+                        "cpuID": A(int=index),
+                        "numaNodeID": A(int=numa),
+                        "socketID": A(int=numa // 2),
+                        STD + "numaNode": A(int=numa),
+                        STD + "pcieRoot": A(strings=roots),
+                    },
+                )
+            )
+    return found
+
+
+def write_tree(root: Path, count: int) -> None:
+    """One claim, one request per driver."""
+    for driver, devs in devices(count).items():
+        md = dm.DeviceMetadata(
+            metadata=dm.ObjectMeta(name="pod", namespace="ns", uid="u", generation=1),
+            requests=(dm.DeviceMetadataRequest(driver.replace(".", "-"), tuple(devs)),),
+        )
+        where = root / "resourceclaims" / "pod" / driver.replace(".", "-")
+        where.mkdir(parents=True, exist_ok=True)
+        (where / f"{driver}-metadata.json").write_bytes(dm.encode(md))
+
+
+def timed(root: Path, *args: str) -> float:
+    """Wall time of one ``python -m dra_metadata topology`` run, output to /dev/null."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "100"}
+    start = time.perf_counter()
+    with open(os.devnull, "wb") as sink:
+        done = subprocess.run(
+            [sys.executable, "-m", "dra_metadata", "topology", "--root", str(root), *args],
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=REPO,
+            timeout=600,
+        )
+    if done.returncode != 0:
+        raise SystemExit(f"topology {' '.join(args)} failed: {done.stderr.decode()}")
+    return time.perf_counter() - start
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print (or check) the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="300 and 1,000 devices only")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args(argv)
+    rows: list[dict[str, float]] = []
+    misses: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="bench-topology-") as tmp:
+        for count in QUICK_SIZES if args.quick else SIZES:
+            root = Path(tmp) / str(count)
+            write_tree(root, count)
+            runs = 5 if count < 10000 else 1  # the best of several: the machine is shared
+            tree = min(timed(root) for _ in range(runs))
+            as_json = min(timed(root, "--json") for _ in range(runs))
+            matrix = min(timed(root, "--matrix") for _ in range(runs))
+            row = {
+                "devices": count,
+                "tree_s": tree,
+                "json_s": as_json,
+                "matrix_s": matrix,
+                "json_ratio": as_json / tree,
+                "matrix_ratio": matrix / tree,
+            }
+            rows.append(row)
+            if count == 1000:
+                for name in ("json", "matrix"):
+                    if row[f"{name}_ratio"] >= RATIO_TARGET:
+                        misses.append(f"--{name} at 1,000 devices: {row[f'{name}_ratio']:.2f}x")
+            if count == 10000:
+                for name in ("json", "matrix"):
+                    if row[f"{name}_s"] >= SECONDS_TARGET:
+                        misses.append(f"--{name} at 10,000 devices: {row[f'{name}_s']:.1f} s")
+    if args.json:
+        print(json.dumps({"rows": rows, "misses": misses}, indent=2))
+    else:
+        print("| devices | tree s | --json s | ratio | --matrix s | ratio |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+        for row in rows:
+            print(
+                f"| {row['devices']:,} | {row['tree_s']:.2f} | {row['json_s']:.2f} | "
+                f"{row['json_ratio']:.2f}x | {row['matrix_s']:.2f} | {row['matrix_ratio']:.2f}x |"
+            )
+        print(
+            f"targets: at 1,000 devices each ratio < {RATIO_TARGET:g}x; "
+            f"at 10,000 each time < {SECONDS_TARGET:g} s"
+        )
+        for miss in misses:
+            print(f"MISSED: {miss}")
+    return 1 if args.check and misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Text every door prints to a terminal, escaped one way.
+
+:func:`one_line` is the one escaping: the CLI's messages and listings, the
+topology's tree, matrix and headings, and doctor's findings all go through it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["escape_char", "one_line"]
+
+
+#: Characters :func:`one_line` (and the CLI's ``json_text``) write as short escapes.
+_SHORT_ESCAPES: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_char(char: str) -> str:
+    """One unprintable character as a short escape (``\\n``, ``\\xNN``, ``\\uNNNN``)."""
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (os.fsdecode's surrogate)
+        return f"\\x{code - 0xDC00:02x}"
+    short = _SHORT_ESCAPES.get(char)
+    if short is not None:
+        return short
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def one_line(text: str) -> str:
+    r"""``text`` as one line that cannot drive a terminal: every unprintable character escaped.
+
+    Newlines, carriage returns, tabs, ESC and the other control characters, line
+    and paragraph separators, and bytes of a name that were not UTF-8 become
+    ``\n``, ``\r``, ``\t``, ``\xNN`` or ``\uNNNN``; printable text (``é``
+    included) stays as it is.
+
+    >>> print(one_line("evil/v1\x1b[2J\nFAKE LINE"))
+    evil/v1\x1b[2J\nFAKE LINE
+    >>> one_line("caf\xe9 gpu")
+    'café gpu'
+    """
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else escape_char(char) for char in text)
