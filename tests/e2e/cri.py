@@ -9,9 +9,15 @@ what these machines refuse, each line on purpose:
 - **network**: pods use the node's network (``NODE`` namespace, as ``hostNetwork``), so
   no CNI plugin is needed; the CNI directories point into the suite's directory, which
   has no configuration, and the streaming server listens on loopback, on a free port.
-- **cgroups**: ``cgroupfs`` (no systemd here; ``SystemdCgroup = false``), and the pods'
-  cgroup parent is left empty: runc makes each container's cgroup where the machine lets
-  it, as podman does with ``cgroup_manager = "cgroupfs"``.
+- **cgroups**: ``cgroupfs`` (no systemd here; ``SystemdCgroup = false``), as podman's
+  ``cgroup_manager = "cgroupfs"``; the pods have no cgroup parent, so containerd puts
+  each container under ``/k8s.io/<id>`` of every (v1) hierarchy, which the machine allows.
+- **OOM score**: the machine refuses a negative ``oom_score_adj`` (containerd gives each
+  sandbox -998, and runc then fails with "can't get final child's PID from pipe"):
+  ``restrict_oom_score_adj`` keeps scores at containerd's own.
+- **hostname**: none is set for a pod on the node's network (the kubelet sets none
+  either); runc refuses one without a private UTS namespace.
+- **runc's state**: under the suite's state directory (``Root``), not ``/run/containerd``.
 - **rlimits**: none raised: containerd's default spec keeps ``RLIMIT_NOFILE`` at 1024,
   under this machine's hard limit (podman's default of 1048576 had to be turned off).
 - **seccomp**: runc's default profile from containerd (``RuntimeDefault``), which the
@@ -85,7 +91,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
   address = "{base / "containerd.sock"}"
 
 [debug]
-  level = "debug"
+  level = "info"
 
 [plugins."io.containerd.internal.v1.opt"]
   path = "{base / "opt"}"
