@@ -47,6 +47,7 @@ from ._device import (
     NUMA_ATTRIBUTES,
     PCI_BUS_ID_ATTRIBUTES,
     DeviceKind,
+    int_values,
     intersect,
     normal_pci_address,
     numa_of,
@@ -242,16 +243,7 @@ def pci_sort_key(address: str) -> tuple[int, ...]:
 
 def cpu_ids(device: MountedDevice | TopologyDevice) -> tuple[int, ...]:
     """The CPU numbers a ``dra.cpu`` device stands for (its ``cpuID``), else ``()``."""
-    value = device.attribute(_CPU_ID)
-    if isinstance(value, bool) or value is None:
-        return ()
-    if isinstance(value, int):
-        return (value,)
-    if isinstance(value, tuple) and all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
-        return tuple(int(v) for v in value)
-    return ()
+    return int_values(device.attribute(_CPU_ID))
 
 
 def _kind(
