@@ -29,8 +29,9 @@ or one has NUMA nodes and the other none. A device listed twice is a problem
 [('gpu-0', ('pci0000:17',)), ('gpu-1', ('pci0000:85',))]
 >>> topo.nearest(topo.gpus[0], kind="nic").network_data.interface_name
 'net1'
+>>> # the CPUs list every root of their node; NVIDIA's GPUs publish no NUMA node
 >>> topo.affinity(topo.gpus[0], topo.cpus[0]), topo.affinity(topo.gpus[0], topo.gpus[1])
-('pcie-root', 'socket')
+('pcie-root', 'unknown')
 """
 
 from __future__ import annotations
@@ -392,9 +393,9 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
     >>> import dra_metadata as dm
     >>> topo = dm.inventory("examples/topology-tree").topology()
     >>> [d.label for d in topo.on_numa_node(0)]
-    ['gpu0', 'nic0', 'cpu0']
+    ['nic0', 'cpu0', 'cpu1']
     >>> sorted(topo.pcie_roots())
-    ['pci0000:17', 'pci0000:85']
+    ['pci0000:00', 'pci0000:17', 'pci0000:80', 'pci0000:85']
     """
 
     #: Every device, GPUs first, then NICs, CPUs, memory and the others.
