@@ -74,6 +74,7 @@ __all__ = [
     "NumaNodes",
     "PciAddress",
     "device_kind",
+    "int_values",
     "intersect",
     "normal_pci_address",
     "numa_of",
@@ -173,7 +174,8 @@ def pci_address_of(device: Device) -> PciAddress | None:
     return None
 
 
-def _ints(value: AttributeValue | None) -> tuple[int, ...]:
+def int_values(value: AttributeValue | None) -> tuple[int, ...]:
+    """An int or list-of-ints attribute value as a tuple, each number once; else ``()``."""
     if isinstance(value, bool) or value is None:
         return ()
     if isinstance(value, int):
@@ -215,7 +217,7 @@ def numa_of(device: Device) -> NumaNodes:
         if name in seen:
             continue
         seen.add(name)
-        nodes = _ints(device.attribute(name))
+        nodes = int_values(device.attribute(name))
         if nodes:
             sources.append((name, nodes))
     if not sources:

@@ -27,6 +27,12 @@ can be replaced (``prefix=``). With ``P`` that prefix:
 ``_IPS``, ``_HARDWARE_ADDRESS``
 ==============================  =====================================================
 
+The device questions come from the model, as every door answers them:
+``PCI_BUS_ID`` in the standard form, ``NUMA_NODES`` always and ``NUMA_NODE``
+only when there is exactly one (never a list), ``PCIE_ROOTS`` and
+``PCIE_ROOT`` alike; for the request, ``P NUMA_NODES`` is every node once and
+``P NUMA_NODE`` only when all devices name the same one.
+
 ``<ATTR>`` is the attribute's local name in UPPER_SNAKE (``pciBusID`` ->
 ``PCI_BUS_ID``: a capital after a lower-case letter or digit, or a capital
 followed by a lower-case letter after another capital, starts a word). It is

@@ -33,7 +33,7 @@ exits 65), and nothing is printed. A device listed twice is named once.
            ADDR`` for each, for an EAL command line; DPDK "EAL parameters") from
            the NICs' PCI addresses (:attr:`Device.pci_bus_id
            <dra_metadata.Device.pci_bus_id>`, in the standard form).
-``numa``   ``NUMA_NODES``: the union of the devices' own NUMA nodes, and
+``numa``   ``NUMA_NODES``: the union of the devices' NUMA nodes, and
            ``NUMACTL_OPTIONS=--cpunodebind=N --membind=N`` for ``numactl``.
 =========  =====================================================================
 

@@ -29,8 +29,9 @@ or one has NUMA nodes and the other none. A device listed twice is a problem
 [('gpu-0', ('pci0000:17',)), ('gpu-1', ('pci0000:85',))]
 >>> topo.nearest(topo.gpus[0], kind="nic").network_data.interface_name
 'net1'
+>>> # the CPUs list every root of their node; NVIDIA's GPUs publish no NUMA node
 >>> topo.affinity(topo.gpus[0], topo.cpus[0]), topo.affinity(topo.gpus[0], topo.gpus[1])
-('pcie-root', 'socket')
+('pcie-root', 'unknown')
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from ._device import (
     NUMA_ATTRIBUTES,
     PCI_BUS_ID_ATTRIBUTES,
     DeviceKind,
+    int_values,
     intersect,
     normal_pci_address,
     numa_of,
@@ -249,16 +251,7 @@ def pci_sort_key(address: str) -> tuple[int, ...]:
 
 def cpu_ids(device: MountedDevice | TopologyDevice) -> tuple[int, ...]:
     """The CPU numbers a ``dra.cpu`` device stands for (its ``cpuID``), else ``()``."""
-    value = device.attribute(_CPU_ID)
-    if isinstance(value, bool) or value is None:
-        return ()
-    if isinstance(value, int):
-        return (value,)
-    if isinstance(value, tuple) and all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
-        return tuple(int(v) for v in value)
-    return ()
+    return int_values(device.attribute(_CPU_ID))
 
 
 def _kind(
@@ -407,9 +400,9 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
     >>> import dra_metadata as dm
     >>> topo = dm.inventory("examples/topology-tree").topology()
     >>> [d.label for d in topo.on_numa_node(0)]
-    ['gpu0', 'nic0', 'cpu0']
+    ['nic0', 'cpu0', 'cpu1']
     >>> sorted(topo.pcie_roots())
-    ['pci0000:17', 'pci0000:85']
+    ['pci0000:00', 'pci0000:17', 'pci0000:80', 'pci0000:85']
     """
 
     #: Every device, GPUs first, then NICs, CPUs, memory and the others.

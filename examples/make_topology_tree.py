@@ -76,88 +76,94 @@ def _meta(name: str, uid: str) -> dm.ObjectMeta:
     return dm.ObjectMeta(name=name, namespace="ml-team", uid=uid, generation=1)
 
 
+def _claim(
+    name: str,
+    uid: str,
+    request: str,
+    devices: tuple[dm.Device, ...],
+    pod_claim_name: str | None = None,
+) -> dm.DeviceMetadata:
+    """A claim's metadata with one request of ``devices``."""
+    return dm.DeviceMetadata(
+        metadata=_meta(name, uid),
+        pod_claim_name=pod_claim_name,
+        requests=(dm.DeviceMetadataRequest(request, devices=devices),),
+    )
+
+
 def sample_files() -> dict[str, bytes]:
     """Relative path -> file content, for every file of the topology tree."""
-    gpus = dm.DeviceMetadata(
-        metadata=_meta("trainer-0-gpus-h4x9t", "5d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6"),
+    gpus = _claim(
+        "trainer-0-gpus-h4x9t",
+        "5d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6",
+        "gpu",
+        tuple(
+            dm.Device(
+                "gpu.nvidia.com",
+                "node-a",
+                name,
+                attributes={
+                    "addressingMode": A(string="None"),
+                    "architecture": A(string="Hopper"),
+                    "brand": A(string="Nvidia"),
+                    "cudaComputeCapability": A(version="9.0.0"),
+                    "cudaDriverVersion": A(version="12.8.0"),
+                    "driverVersion": A(version="570.124.6"),
+                    "productName": A(string="NVIDIA H100 80GB HBM3"),
+                    "pcieBusID": A(string=bus),
+                    "type": A(string="gpu"),
+                    "uuid": A(string=uuid),
+                    STD + "pcieRoot": A(string=root),
+                },
+            )
+            for name, uuid, bus, root in GPUS
+        ),
         pod_claim_name="gpus",
-        requests=(
-            dm.DeviceMetadataRequest(
-                "gpu",
-                devices=tuple(
-                    dm.Device(
-                        "gpu.nvidia.com",
-                        "node-a",
-                        name,
-                        attributes={
-                            "addressingMode": A(string="None"),
-                            "architecture": A(string="Hopper"),
-                            "brand": A(string="Nvidia"),
-                            "cudaComputeCapability": A(version="9.0.0"),
-                            "cudaDriverVersion": A(version="12.8.0"),
-                            "driverVersion": A(version="570.124.6"),
-                            "productName": A(string="NVIDIA H100 80GB HBM3"),
-                            "pcieBusID": A(string=bus),
-                            "type": A(string="gpu"),
-                            "uuid": A(string=uuid),
-                            STD + "pcieRoot": A(string=root),
-                        },
-                    )
-                    for name, uuid, bus, root in GPUS
+    )
+    nics = _claim(
+        "rdma",
+        "7f6e5d4c-3b2a-4190-8f7e-6d5c4b3a2910",
+        "nic",
+        tuple(
+            dm.Device(
+                "dra.net",
+                "node-a",
+                name,
+                attributes={
+                    "ifName": A(string=name),
+                    "numaNode": A(int=numa),
+                    "pciAddress": A(string=pci),
+                    "rdmaDevice": A(string=f"mlx5_{index}"),
+                    STD + "pcieRoot": A(string=root),
+                },
+                network_data=dm.NetworkDeviceData(
+                    interface_name=interface, ips=ips, hardware_address=mac
                 ),
-            ),
+            )
+            for index, (name, pci, root, numa, interface, ips, mac) in enumerate(NICS)
         ),
     )
-    nics = dm.DeviceMetadata(
-        metadata=_meta("rdma", "7f6e5d4c-3b2a-4190-8f7e-6d5c4b3a2910"),
-        requests=(
-            dm.DeviceMetadataRequest(
-                "nic",
-                devices=tuple(
-                    dm.Device(
-                        "dra.net",
-                        "node-a",
-                        name,
-                        attributes={
-                            "ifName": A(string=name),
-                            "numaNode": A(int=numa),
-                            "pciAddress": A(string=pci),
-                            "rdmaDevice": A(string=f"mlx5_{index}"),
-                            STD + "pcieRoot": A(string=root),
-                        },
-                        network_data=dm.NetworkDeviceData(
-                            interface_name=interface, ips=ips, hardware_address=mac
-                        ),
-                    )
-                    for index, (name, pci, root, numa, interface, ips, mac) in enumerate(NICS)
-                ),
-            ),
-        ),
-    )
-    cpus = dm.DeviceMetadata(
-        metadata=_meta("cpus", "2b3c4d5e-6f70-4182-93a4-b5c6d7e8f901"),
-        requests=(
-            dm.DeviceMetadataRequest(
-                "cpus",
-                devices=tuple(
-                    dm.Device(
-                        "dra.cpu",
-                        "node-a",
-                        f"cpu-{cpu}",
-                        attributes={
-                            "coreID": A(int=cpu),
-                            "cpuID": A(int=cpu),
-                            "numaNodeID": A(int=numa),
-                            "smtEnabled": A(bool=False),
-                            "socketID": A(int=0),
-                            "dra.net/numaNode": A(int=numa),
-                            STD + "numaNode": A(int=numa),
-                            STD + "pcieRoot": A(strings=ROOTS[numa]),
-                        },
-                    )
-                    for cpu, numa in CPUS
-                ),
-            ),
+    cpus = _claim(
+        "cpus",
+        "2b3c4d5e-6f70-4182-93a4-b5c6d7e8f901",
+        "cpus",
+        tuple(
+            dm.Device(
+                "dra.cpu",
+                "node-a",
+                f"cpu-{cpu}",
+                attributes={
+                    "coreID": A(int=cpu),
+                    "cpuID": A(int=cpu),
+                    "numaNodeID": A(int=numa),
+                    "smtEnabled": A(bool=False),
+                    "socketID": A(int=0),
+                    "dra.net/numaNode": A(int=numa),
+                    STD + "numaNode": A(int=numa),
+                    STD + "pcieRoot": A(strings=ROOTS[numa]),
+                },
+            )
+            for cpu, numa in CPUS
         ),
     )
     return {
@@ -182,105 +188,96 @@ VFS = (
 
 def real_driver_files() -> dict[str, bytes]:
     """Relative path -> file content, for every file of the real-drivers tree."""
-    gpus = dm.DeviceMetadata(
-        metadata=_meta("mi300-gpus", "0c1d2e3f-4a5b-4c6d-8e7f-90a1b2c3d4e5"),
-        requests=(
-            dm.DeviceMetadataRequest(
-                "gpu",
-                devices=(
-                    dm.Device(
-                        AMD_GPU,
-                        "node-b",
-                        "gpu-0-128",
-                        attributes={
-                            "deviceID": A(string="0x74a1"),
-                            "driverVersion": A(version="6.10.5"),
-                            "numaNode": A(int=0),
-                            "partitionProfile": A(string="spx_nps1"),
-                            "productName": A(string="AMD_Instinct_MI300X_OAM"),
-                            "type": A(string="amdgpu"),
-                            STD + "pciBusID": A(string="0000:1b:00.0"),
-                            STD + "pcieRoot": A(string="pci0000:15"),
-                        },
-                    ),
-                    dm.Device(
-                        AMD_GPU,
-                        "node-b",
-                        "gpu-vfio-1",
-                        attributes={
-                            "deviceID": A(string="0x74a1"),
-                            "iommuGroup": A(string="71"),
-                            "isVF": A(bool=False),
-                            "numaNode": A(int=1),
-                            "pciAddr": A(string="0000:9d:00.0"),
-                            "productName": A(string="AMD_Instinct_MI300X_OAM"),
-                            "type": A(string="vfio"),
-                            "vendorID": A(string="0x1002"),
-                            STD + "pcieRoot": A(string="pci0000:97"),
-                        },
-                    ),
-                ),
+    gpus = _claim(
+        "mi300-gpus",
+        "0c1d2e3f-4a5b-4c6d-8e7f-90a1b2c3d4e5",
+        "gpu",
+        (
+            dm.Device(
+                AMD_GPU,
+                "node-b",
+                "gpu-0-128",
+                attributes={
+                    "deviceID": A(string="0x74a1"),
+                    "driverVersion": A(version="6.10.5"),
+                    "numaNode": A(int=0),
+                    "partitionProfile": A(string="spx_nps1"),
+                    "productName": A(string="AMD_Instinct_MI300X_OAM"),
+                    "type": A(string="amdgpu"),
+                    STD + "pciBusID": A(string="0000:1b:00.0"),
+                    STD + "pcieRoot": A(string="pci0000:15"),
+                },
+            ),
+            dm.Device(
+                AMD_GPU,
+                "node-b",
+                "gpu-vfio-1",
+                attributes={
+                    "deviceID": A(string="0x74a1"),
+                    "iommuGroup": A(string="71"),
+                    "isVF": A(bool=False),
+                    "numaNode": A(int=1),
+                    "pciAddr": A(string="0000:9d:00.0"),
+                    "productName": A(string="AMD_Instinct_MI300X_OAM"),
+                    "type": A(string="vfio"),
+                    "vendorID": A(string="0x1002"),
+                    STD + "pcieRoot": A(string="pci0000:97"),
+                },
             ),
         ),
     )
-    vfs = dm.DeviceMetadata(
-        metadata=_meta("vf", "6e5f4a3b-2c1d-4e0f-9a8b-7c6d5e4f3a21"),
-        requests=(
-            dm.DeviceMetadataRequest(
-                "net",
-                devices=tuple(
-                    dm.Device(
-                        SRIOV,
-                        "node-b",
-                        name,
-                        attributes={
-                            "EswitchMode": A(string="legacy"),
-                            "PFName": A(string=f"ens{index + 1}f0np0"),
-                            "deviceID": A(string="101e"),
-                            "linkType": A(string="ether"),
-                            "pciAddress": A(string=vf),
-                            "pfDeviceID": A(string="101d"),
-                            "pfPciAddress": A(string=pf),
-                            "rdmaCapable": A(bool=True),
-                            "resourceName": A(string="sriov_rdma"),
-                            "vendor": A(string="15b3"),
-                            "vfID": A(int=2),
-                            "dra.net/numaNode": A(int=numa),
-                            STD + "pciBusID": A(string=vf),
-                            STD + "pcieRoot": A(string=root),
-                        },
-                        network_data=dm.NetworkDeviceData(
-                            interface_name=interface, ips=(ip,), hardware_address=mac
-                        ),
-                    )
-                    for index, (name, vf, pf, root, numa, interface, ip, mac) in enumerate(VFS)
+    vfs = _claim(
+        "vf",
+        "6e5f4a3b-2c1d-4e0f-9a8b-7c6d5e4f3a21",
+        "net",
+        tuple(
+            dm.Device(
+                SRIOV,
+                "node-b",
+                name,
+                attributes={
+                    "EswitchMode": A(string="legacy"),
+                    "PFName": A(string=f"ens{index + 1}f0np0"),
+                    "deviceID": A(string="101e"),
+                    "linkType": A(string="ether"),
+                    "pciAddress": A(string=vf),
+                    "pfDeviceID": A(string="101d"),
+                    "pfPciAddress": A(string=pf),
+                    "rdmaCapable": A(bool=True),
+                    "resourceName": A(string="sriov_rdma"),
+                    "vendor": A(string="15b3"),
+                    "vfID": A(int=2),
+                    "dra.net/numaNode": A(int=numa),
+                    STD + "pciBusID": A(string=vf),
+                    STD + "pcieRoot": A(string=root),
+                },
+                network_data=dm.NetworkDeviceData(
+                    interface_name=interface, ips=(ip,), hardware_address=mac
                 ),
-            ),
+            )
+            for index, (name, vf, pf, root, numa, interface, ip, mac) in enumerate(VFS)
         ),
     )
-    cpus = dm.DeviceMetadata(
-        metadata=_meta("cpus", "4d3c2b1a-0f9e-4d8c-9b7a-6f5e4d3c2b1a"),
-        requests=(
-            dm.DeviceMetadataRequest(
-                "cpus",
-                devices=tuple(
-                    dm.Device(
-                        "dra.cpu",
-                        "node-b",
-                        f"cpudevnuma{numa:03d}",
-                        attributes={
-                            "numCPUs": A(int=48),
-                            "numaNodeID": A(int=numa),
-                            "smtEnabled": A(bool=True),
-                            "socketID": A(int=numa),
-                            "dra.net/numaNode": A(int=numa),
-                            STD + "numaNode": A(int=numa),
-                            STD + "pcieRoot": A(strings=AMD_ROOTS[numa]),
-                        },
-                    )
-                    for numa in (0, 1)
-                ),
-            ),
+    cpus = _claim(
+        "cpus",
+        "4d3c2b1a-0f9e-4d8c-9b7a-6f5e4d3c2b1a",
+        "cpus",
+        tuple(
+            dm.Device(
+                "dra.cpu",
+                "node-b",
+                f"cpudevnuma{numa:03d}",
+                attributes={
+                    "numCPUs": A(int=48),
+                    "numaNodeID": A(int=numa),
+                    "smtEnabled": A(bool=True),
+                    "socketID": A(int=numa),
+                    "dra.net/numaNode": A(int=numa),
+                    STD + "numaNode": A(int=numa),
+                    STD + "pcieRoot": A(strings=AMD_ROOTS[numa]),
+                },
+            )
+            for numa in (0, 1)
         ),
     )
     return {

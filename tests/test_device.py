@@ -121,28 +121,11 @@ def test_the_sample_vfio_gpu_is_a_gpu() -> None:
 
 def test_get_pci_bus_id_names_the_alias_on_stderr() -> None:
     """get pciBusID of NVIDIA GPUs: the standard form, and stderr says it came from pcieBusID."""
-    code, out, err = run(
-        "get",
-        "--root",
-        str(TOPOLOGY_ROOT),
-        "--template-claim",
-        "gpus",
-        "--request",
-        "gpu",
-        "pciBusID",
-    )
+    gpus = ("get", "--root", str(TOPOLOGY_ROOT), "--template-claim", "gpus", "--request", "gpu")
+    code, out, err = run(*gpus, "pciBusID")
     assert (code, out) == (0, "0000:18:00.0\n0000:86:00.0\n")
     assert "from gpu.nvidia.com/pcieBusID, in the standard form" in err
-    code, out, _ = run(
-        "get",
-        "--root",
-        str(TOPOLOGY_ROOT),
-        "--template-claim",
-        "gpus",
-        "--request",
-        "gpu",
-        "gpu.nvidia.com/pcieBusID",
-    )
+    code, out, _ = run(*gpus, "gpu.nvidia.com/pcieBusID")
     assert (code, out) == (0, "00000000:18:00.0\n00000000:86:00.0\n")  # as written
 
 

@@ -22,9 +22,10 @@ __all__ = ["register"]
 _DESCRIPTION: Final = """\
 Compare every mounted device with the system this container sees:
 
-  pci-device        its PCI address exists under SYS/bus/pci/devices
-  numa-node         sysfs numa_node is the device's NUMA node
-  pcie-root         the PCIe root in its sysfs path is its pcieRoot
+  pci-device        its PCI address (pciBusID, or a driver's own name for it)
+                    is one and exists under SYS/bus/pci/devices
+  numa-node         sysfs numa_node is one of the device's NUMA nodes
+  pcie-root         the PCIe root in its sysfs path is one of its pcieRoot
   interface         the network data's interface is in this network namespace,
   hardware-address  with that hardware address
   ip                and each of those IPs (read with `ip -json address`)
@@ -33,6 +34,11 @@ Compare every mounted device with the system this container sees:
                     (cgroup v2 cpuset.cpus.effective, v1 cpuset.effective_cpus)
   file              each metadata file decodes and is current (not replaced on
                     the node after the container started: stale)
+  device            no device is listed twice in a request
+
+Only a valid PCI address names a sysfs path; files are read only when they
+are regular files (opened without blocking); ip has 5 seconds to answer; CPU
+lists are kept as ranges. Whatever the node holds ends as a finding.
 
 Prints one line per difference (PATH: DEVICE: CHECK: expected ..., found ...
 (what to do)) and a summary; --verbose prints the checks that passed too.

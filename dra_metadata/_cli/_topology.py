@@ -22,29 +22,31 @@ if TYPE_CHECKING:
 
 __all__ = ["json_bytes", "output_width", "register", "write_json"]
 
-_KINDS: Final = ("gpu", "nic", "cpu", "memory", "other")
 
 _DESCRIPTION: Final = """\
 Show every mounted device (across claims, requests and drivers, or the ones
 --claim, --template-claim, --request and --driver select) by where it sits:
-NUMA node > PCIe root > devices. NUMA nodes come from the standard
+NUMA nodes > PCIe roots > devices. NUMA nodes come from the standard
 resource.kubernetes.io/numaNode or the names drivers publish today
 (dra.cpu/numaNodeID, dra.cpu/numaNode, dra.net/numaNode, dra.memory/numaNode,
-a numaNode in the driver's own domain, gpu.nvidia.com/numa); attributes
-that disagree are reported on stderr.
+a numaNode in the driver's own domain, gpu.nvidia.com/numa), PCIe roots from
+the standard pcieRoot, lists kept whole; attributes that disagree, and a
+device listed twice, are reported on stderr.
 
 Each device gets a kind (gpu, nic, cpu, memory, other): network data means
 nic, then known drivers (gpu.nvidia.com, gpu.amd.com, gpu.intel.com, dra.cpu,
-dra.net, dra.memory) and drivers named gpu.*; --kind DRIVER=KIND overrides.
-CPUs of one request on one NUMA node share a line.
+dra.net, the SR-IOV network driver, dra.memory), drivers with a gpu label
+(gpu.*, vfio.gpu.*), then dra.net/ifName, dra.cpu/cpuID, and a uuid with a
+productName (a GPU, pass-through ones too); --kind DRIVER=KIND overrides.
+CPUs of one request with the same placement share a line.
 
 On a terminal, lines longer than it end in "…"; written anywhere else (a pipe,
 a file, kubectl logs) every line is whole.
 
---matrix prints device x device affinity instead: ROOT same PCIe root, NUMA
-same NUMA node, SOCK same socket (where the metadata says so), SYS different,
-? not in the metadata. --json prints devices, NUMA nodes, PCIe roots, the
-affinity of every pair and the problems.
+--matrix prints device x device affinity instead: ROOT a shared PCIe root,
+NUMA a shared NUMA node (lists intersect), SOCK same socket (where the
+metadata says so), SYS different, ? not in the metadata. --json prints
+devices, NUMA nodes, PCIe roots, the affinity of every pair and the problems.
 
 A missing or empty root exits 66, as every command does; a file that does not
 decode is reported on stderr (its devices are left out) and exits 65.
@@ -53,9 +55,11 @@ decode is reported on stderr (its devices are left out) and exits 65.
 
 def _kind(text: str) -> tuple[str, str]:
     driver, sep, kind = text.rpartition("=")
-    if not sep or not driver or kind not in _KINDS:
+    from .._device import DEVICE_KINDS
+
+    if not sep or not driver or kind not in DEVICE_KINDS:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: expected DRIVER=KIND, KIND one of {', '.join(_KINDS)}"
+            f"{text!r}: expected DRIVER=KIND, KIND one of {', '.join(DEVICE_KINDS)}"
         )
     return driver, kind
 
