@@ -124,7 +124,8 @@ class ClaimRef:
     ``resource.kubernetes.io/pod-claim-name`` annotation (the claim's name in the
     pod spec), set when the claim was made from a ResourceClaimTemplate; ``None``
     when the annotation is absent. Every name is checked as the readers check
-    names (:class:`~dra_metadata.InvalidNameError`).
+    names (:class:`~dra_metadata.InvalidNameError`); the publisher's calls also
+    refuse names Kubernetes cannot give (DNS labels and subdomains, no ``_``).
 
     >>> claim = ClaimRef(name="pod-gpu-x7k2p", namespace="ml", uid="c7e7", pod_claim_name="gpu")
     >>> claim.directory, claim.from_template
