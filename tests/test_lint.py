@@ -505,6 +505,7 @@ def test_custom_driver_example_writes_what_the_kit_writes(tmp_path: Path) -> Non
         "node-a",
         "vf-3",
         pfName="enp94s0f0",
+        vfIndex=3,
         attributes={f"{STANDARD}/pciBusID": "0000:5e:00.3"},
     ).network(interface_name="net1", ips=["10.20.30.41/24"], hardware_address="52:54:00:ab:cd:03")
     assert written.read_bytes() == claim.request("eth").encode(generation=2)
