@@ -21,7 +21,7 @@ a driver that enables device metadata, for drivers written in Python:
   every directory below the two configured roots is opened, made, re-moded and
   removed relative to a directory descriptor, never through a link; calls on one
   claim are serialised by a lock file, and a state file keeps the generations
-  growing across crashes (both in :data:`PUBLISHER_STATE_SUBDIR`); what a call
+  growing across crashes (both in ``<plugin data dir>/dra-metadata-publisher``); what a call
   accepts is what the readers accept, checked by the readers' own code.
 
 The bytes of a file are :func:`~dra_metadata.encode`'s; names are checked as the
@@ -260,7 +260,7 @@ class MetadataPublisher:
     def lock_path(self, claim: ClaimRef) -> str:
         """The lock file that serialises calls on ``claim``: ``<state dir>/<ns>_<claim>.lock``.
 
-        It sits in :data:`PUBLISHER_STATE_SUBDIR` of the plugin data directory,
+        It sits in ``dra-metadata-publisher`` in the plugin data directory,
         where neither readers nor container engines look, and exists while a call
         runs or the claim is prepared.
         """
