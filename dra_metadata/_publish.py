@@ -557,13 +557,18 @@ class MetadataPublisher:
                     f"{claim.namespace}/{claim.name}",
                     path=path,
                 )
+            try:
+                previous: DeviceMetadata | None = decode_file(path, found)
+            except DecodeError as err:
+                if base not in state.requests:  # nothing else says where it was
+                    raise DecodeError(f"decode existing metadata: {err}", path=path) from None
+                previous = None  # empty or torn (an in-place write cut short): the state says
             if base in state.requests:
                 generation, pod_claim_name = state.requests[base]
+                if previous is not None:  # another writer went further: go on above it
+                    generation = max(generation, previous.metadata.generation)
             else:  # written before the publisher kept state: the file says
-                try:
-                    previous = decode_file(path, found)
-                except DecodeError as err:
-                    raise DecodeError(f"decode existing metadata: {err}", path=path) from None
+                assert previous is not None
                 generation = previous.metadata.generation
                 pod_claim_name = previous.pod_claim_name
             md = self.metadata(
