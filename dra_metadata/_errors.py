@@ -175,9 +175,11 @@ class PublishError(DRAMetadataError):
 
     A file or directory could not be written or removed (the ``OSError`` is the
     ``__cause__``), the configured API versions are not ones the Go kubelet
-    plugin accepts, or the devices cannot become a metadata file. Nothing
-    half-written is left behind. Bad names raise :class:`InvalidNameError`; an
-    update of a request that was never prepared raises :class:`MetadataNotFoundError`.
+    plugin accepts, the devices cannot become a file every reader accepts, or a
+    link or another kind of file sits where the publisher's directory or file
+    belongs. Nothing half-written is left behind. A name no Kubernetes object can
+    have is refused with an error that is both this and :class:`InvalidNameError`;
+    an update of a request that is not prepared raises :class:`MetadataNotFoundError`.
 
     >>> import dra_metadata as dm
     >>> try:

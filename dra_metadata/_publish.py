@@ -21,7 +21,7 @@ a driver that enables device metadata, for drivers written in Python:
   every directory below the two configured roots is opened, made, re-moded and
   removed relative to a directory descriptor, never through a link; calls on one
   claim are serialised by a lock file, and a state file keeps the generations
-  growing across crashes (both in :data:`PUBLISHER_STATE_SUBDIR`); what a call
+  growing across crashes (both in ``<plugin data dir>/dra-metadata-publisher``); what a call
   accepts is what the readers accept, checked by the readers' own code.
 
 The bytes of a file are :func:`~dra_metadata.encode`'s; names are checked as the
@@ -124,7 +124,8 @@ class ClaimRef:
     ``resource.kubernetes.io/pod-claim-name`` annotation (the claim's name in the
     pod spec), set when the claim was made from a ResourceClaimTemplate; ``None``
     when the annotation is absent. Every name is checked as the readers check
-    names (:class:`~dra_metadata.InvalidNameError`).
+    names (:class:`~dra_metadata.InvalidNameError`); the publisher's calls also
+    refuse names Kubernetes cannot give (DNS labels and subdomains, no ``_``).
 
     >>> claim = ClaimRef(name="pod-gpu-x7k2p", namespace="ml", uid="c7e7", pod_claim_name="gpu")
     >>> claim.directory, claim.from_template
@@ -264,7 +265,7 @@ class MetadataPublisher:
     def lock_path(self, claim: ClaimRef) -> str:
         """The lock file that serialises calls on ``claim``: ``<state dir>/<ns>_<claim>.lock``.
 
-        It sits in :data:`PUBLISHER_STATE_SUBDIR` of the plugin data directory,
+        It sits in ``dra-metadata-publisher`` in the plugin data directory,
         where neither readers nor container engines look, and exists while a call
         runs or the claim is prepared.
         """
@@ -561,13 +562,18 @@ class MetadataPublisher:
                     f"{claim.namespace}/{claim.name}",
                     path=path,
                 )
+            try:
+                previous: DeviceMetadata | None = decode_file(path, found)
+            except DecodeError as err:
+                if base not in state.requests:  # nothing else says where it was
+                    raise DecodeError(f"decode existing metadata: {err}", path=path) from None
+                previous = None  # empty or torn (an in-place write cut short): the state says
             if base in state.requests:
                 generation, pod_claim_name = state.requests[base]
+                if previous is not None:  # another writer went further: go on above it
+                    generation = max(generation, previous.metadata.generation)
             else:  # written before the publisher kept state: the file says
-                try:
-                    previous = decode_file(path, found)
-                except DecodeError as err:
-                    raise DecodeError(f"decode existing metadata: {err}", path=path) from None
+                assert previous is not None
                 generation = previous.metadata.generation
                 pod_claim_name = previous.pod_claim_name
             md = self.metadata(

@@ -787,3 +787,13 @@ def test_temporaries_of_killed_writes_go_at_the_next_call_and_at_unprepare(
     pub.unprepare(CLAIM)
     assert [path for path in planted if path.exists()] == []
     assert others.exists()
+
+
+def test_update_goes_on_above_a_generation_another_writer_wrote(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """A file whose generation is above the state's (written by another writer): above it."""
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    path = Path(pub.metadata_path(CLAIM, "r"))
+    path.write_text(path.read_text().replace('"generation": 1', '"generation": 7'))
+    assert pub.update(CLAIM, "r", [pub.device("n", "d")]).metadata.generation == 8

@@ -216,9 +216,15 @@ SWAPPER = textwrap.dedent(
 )
 
 
-def swap_pairs(pub: dm.MetadataPublisher, foreign: Path) -> list[str]:
-    """For each of the publisher's directories, a link beside it to the victim to swap it with."""
+def swap_pairs(pub: dm.MetadataPublisher, foreign: Path, tmp: Path) -> list[str]:
+    """For each of the publisher's directories, a link to the victim to swap it with.
+
+    The links wait in ``tmp/swaps`` (same file system, outside both trees), so that
+    between swaps the publisher's directories hold only what it wrote.
+    """
     pairs = []
+    swaps = tmp / "swaps"
+    swaps.mkdir()
     for where, target in (
         ("dra-device-metadata", foreign),
         ("claim", foreign),
@@ -229,8 +235,8 @@ def swap_pairs(pub: dm.MetadataPublisher, foreign: Path) -> list[str]:
             "claim": Path(pub.claim_dir(CLAIM)),
             "request": Path(pub.claim_dir(CLAIM), "gpu"),
         }[where]
-        real.parent.mkdir(parents=True, exist_ok=True)
-        link = real.parent / f"{real.name}-swap"
+        real.mkdir(parents=True, exist_ok=True)
+        link = swaps / where
         link.symlink_to(target)
         pairs += [str(real), str(link)]
     return pairs
@@ -241,7 +247,7 @@ def run_swapping(tmp_path: Path, operation: str, seconds: float) -> tuple[int, i
     link to a victim; return (calls, refusals, changes to the victim)."""
     pub = publisher(tmp_path)
     foreign = victim(tmp_path)
-    pairs = swap_pairs(pub, foreign)
+    pairs = swap_pairs(pub, foreign, tmp_path)
     before = snapshot(foreign)
     swapper = subprocess.Popen(
         [sys.executable, "-c", SWAPPER, *pairs], stdout=subprocess.PIPE, text=True
