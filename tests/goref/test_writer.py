@@ -123,7 +123,8 @@ def claims(draw: st.DrawFn) -> list[Claim]:
 
 def _wire_device(device: dm.Device, requests: list[str], with_metadata: bool) -> dict[str, Any]:
     md = dm.DeviceMetadata(requests=(dm.DeviceMetadataRequest("r", (device,)),))
-    wire = md.to_dict()["requests"][0]["devices"][0]
+    body: Any = md.to_dict()
+    wire: dict[str, Any] = body["requests"][0]["devices"][0]
     return {
         "requests": requests,
         "pool": device.pool,
