@@ -340,6 +340,9 @@ class MetadataPublisher:
             "cdiVersion": _cdi_version(name),
             "kind": f"{self.driver}/{_CDI_CLASS}",
             "devices": [{"name": name, "containerEdits": {"mounts": [mount]}}],
+            # Go writes the CDI library's Spec type, whose top-level containerEdits is a
+            # struct: omitempty never drops it, so every Go spec ends with it, empty.
+            "containerEdits": {},
         }
 
     # --- building -----------------------------------------------------------------------

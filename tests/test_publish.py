@@ -129,6 +129,7 @@ def test_prepare_writes_the_file_and_cdi_spec_of_each_request(
                     },
                 }
             ],
+            "containerEdits": {},  # Go's Spec type always has it (tests/goref/test_writer.py)
         }
 
 

@@ -51,13 +51,13 @@ def edge_streams(draw: st.DrawFn) -> bytes:
         )  # fmt: skip
         where = draw(st.sampled_from(["generation", "attr"]))
         if where == "generation":
-            body = f'"metadata": {{"name": "c", "generation": {number}}}'
+            text = f'"metadata": {{"name": "c", "generation": {number}}}'
         else:
-            body = (
+            text = (
                 '"requests": [{"name": "r", "devices": [{"driver": "d.example.com", "pool": "p",'
                 f' "name": "n", "attributes": {{"a": {{"int": {number}}}}}}}]}}]'
             )
-        return _entry(body).encode()
+        return _entry(text).encode()
     if choice == "deep":
         depth = draw(st.sampled_from([1, 100, 9_998, 9_999, 10_000, 10_001, 10_002]))
         field = draw(st.sampled_from(["x", "metadata", "requests"]))
@@ -99,7 +99,7 @@ def edge_streams(draw: st.DrawFn) -> bytes:
     length = draw(st.sampled_from([62, 63, 64, 252, 253, 254]))
     name = "a" * length
     target = draw(st.sampled_from(["podClaimName", "request", "driver", "attr", "pool"]))
-    device = {"driver": "d.example.com", "pool": "p", "name": "n"}
+    device: dict[str, object] = {"driver": "d.example.com", "pool": "p", "name": "n"}
     request: dict[str, object] = {"name": "r", "devices": [device]}
     body: dict[str, object] = {"podClaimName": "c", "requests": [request]}
     if target == "podClaimName":

@@ -46,7 +46,7 @@ def files(draw: st.DrawFn, claim: str, request: str) -> bytes:
         metadata=dm.ObjectMeta(name=name, namespace="ns", uid=uid, generation=1),
         pod_claim_name=draw(st.sampled_from([None, claim, "x"])),
         requests=tuple(
-            dm.DeviceMetadataRequest(r, draw(st.lists(strategies.devices, max_size=2)))
+            dm.DeviceMetadataRequest(r, draw(st.lists(strategies.devices, max_size=2).map(tuple)))
             for r in requests
         ),
     )
@@ -73,8 +73,8 @@ def trees(draw: st.DrawFn) -> tuple[dict[str, bytes], dict[str, Any]]:
             tree[f"{top}/{claim}/{other}/{driver}-metadata.json"] = draw(files(claim, other))
     if draw(st.booleans()):
         tree[f"{top}/{claim}/{request}/notes.txt"] = b"not metadata"
-    driver = draw(st.sampled_from([None, None, *DRIVERS]))
-    return tree, {"template": template, "name": claim, "request": request, "driver": driver}
+    one = draw(st.sampled_from([None, None, *DRIVERS]))
+    return tree, {"template": template, "name": claim, "request": request, "driver": one}
 
 
 def _ours(root: str, read: dict[str, Any]) -> tuple[str, Any]:
