@@ -187,3 +187,11 @@ def test_the_harness_runs_the_pinned_module(goref: Goref) -> None:
         if line.strip().startswith(MODULE + " ")
     )
     assert goref.versions()[MODULE] == pinned
+
+
+def test_the_shipped_corpus_holds_the_pinned_modules_answers(goref_root: Goref) -> None:
+    """tests/data/conformance answers as the harness does now (scripts/regen-conformance)."""
+    from tests.goref.regen import regenerate
+
+    _, changed = regenerate(goref_root)
+    assert not changed, "run scripts/regen-conformance:\n" + "\n".join(changed)
