@@ -10,6 +10,8 @@
 // The "read" requests need a private mount namespace (the Go readers read the fixed
 // container path). Run as root, goref re-executes itself under `unshare -m` and mounts
 // a tmpfs over /var/run inside that namespace, so the host's mounts are never touched.
+// A "read" with an empty "root" reads the container path as it is, mounting nothing:
+// that is how the static build reads the files a runtime mounted into its container.
 package main
 
 import (

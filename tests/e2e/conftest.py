@@ -38,6 +38,8 @@ import pytest
 import dra_metadata as dm
 from tests.conftest import REPO
 from tests.e2e.cri import PAUSE_IMAGE, Containerd, Pod
+from tests.goref.harness import Goref
+from tests.goref.harness import build as build_goref
 
 #: Set to 1 to run the suite without ``-m e2e``.
 E2E_ENV = "DRA_METADATA_E2E"
@@ -246,6 +248,18 @@ def image(podman: Podman, base_image: str) -> Iterator[str]:
     podman("rmi", "--force", tag, check=False)
 
 
+def container_view(specs: Sequence[Path], root: Path) -> Path:
+    """Copy the file each CDI spec mounts to its container path under ``root``."""
+    for path in specs:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        for device in spec["devices"]:
+            for mount in device["containerEdits"]["mounts"]:
+                target = root / os.path.relpath(mount["containerPath"], dm.CONTAINER_DIR)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(mount["hostPath"], target)
+    return root
+
+
 class Node:
     """The node side of one test: a driver's publisher, its prepared claims, their copies."""
 
@@ -268,13 +282,8 @@ class Node:
 
     def container_view(self, root: Path) -> Path:
         """Copy every prepared file to its container path under ``root``, as the mounts show it."""
-        for claim, request in self.prepared:
-            spec = json.loads(Path(self.pub.cdi_spec_path(claim, request)).read_text())
-            (mount,) = spec["devices"][0]["containerEdits"]["mounts"]
-            target = root / os.path.relpath(mount["containerPath"], dm.CONTAINER_DIR)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(mount["hostPath"], target)
-        return root
+        specs = [Path(self.pub.cdi_spec_path(claim, request)) for claim, request in self.prepared]
+        return container_view(specs, root)
 
     def cleanup(self) -> None:
         for claim in self.claims:
@@ -384,6 +393,38 @@ def pods(containerd: Containerd, tmp_path: Path) -> Iterator[Callable[[str, str]
     yield new
     for pod in made:
         pod.remove()
+
+
+@pytest.fixture(scope="session")
+def go_reference() -> Iterator[Goref]:
+    """The Go reference harness (conformance/goref, static build), running on the node.
+
+    It runs the Go kubelet plugin ``Helper`` (writes) and the Go readers (in a private
+    mount namespace). The static build is the one put into the reader image too.
+    """
+    harness = Goref(build_goref(static=True))
+    yield harness
+    harness.close()
+
+
+@pytest.fixture(scope="session")
+def go_reader_image(
+    podman: Podman, containerd: Containerd, cri_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """Our image plus the static harness as /usr/local/bin/goref, in containerd: the Go
+    readers inside a container, reading what the runtime mounted."""
+    context = tmp_path_factory.mktemp("goref-image")
+    shutil.copy(build_goref(static=True), context / "goref")
+    (context / "Containerfile").write_text(
+        f"FROM {cri_image}\nCOPY goref /usr/local/bin/goref\n", encoding="utf-8"
+    )
+    tag = f"localhost/dra-metadata-goref:{uuid.uuid4().hex[:8]}"
+    podman("build", "--network", "none", "--pull=never", "--tag", tag, str(context))
+    try:
+        podman_to_containerd(podman, containerd, tag, context)
+        yield tag
+    finally:
+        podman("rmi", "--force", tag, check=False)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import dra_metadata as dm
-from tests.e2e.conftest import Node, publishing_node
+from tests.e2e.conftest import Node, container_view, publishing_node
 from tests.e2e.cri import Containerd, Mount, Pod
 from tests.e2e.scenarios import (
     COMMANDS,
@@ -38,6 +38,7 @@ from tests.e2e.scenarios import (
     vf,
     wait_then_show,
 )
+from tests.goref.harness import Goref
 
 pytestmark = pytest.mark.cri
 
@@ -238,3 +239,125 @@ def test_two_drivers_serving_one_request_merge_inside_as_on_the_node(
     shown = json.loads(answer_of(inside.stdout, MERGED[1]))
     drivers = {device["driver"] for device in shown["requests"][0]["devices"]}
     assert drivers == {cri_node.pub.driver, nic_node.pub.driver}
+
+
+SHOW_GPU = "dra-metadata show --template-claim gpu --request gpu --json"
+SHOW_NIC = "dra-metadata show --claim nic --request eth --json"
+
+
+def go_device(pool: str, name: str, attributes: dict[str, Any]) -> dict[str, Any]:
+    """A device as the Go driver's PrepareResourceClaims returns it, with its metadata."""
+    return {
+        "requests": ["gpu"], "pool": pool, "device": name, "cdiDeviceIDs": [],
+        "attributes": attributes, "hasMetadata": True,
+    }  # fmt: skip
+
+
+def test_the_go_writers_files_read_by_our_cli_inside(
+    go_reference: Goref, cri_image: str, containerd: Containerd, pods: Pods, tmp_path: Path
+) -> None:
+    """The Go kubelet plugin Helper prepares a claim (NodePrepareResources, as the kubelet
+    calls it) and updates it (UpdateRequestMetadata): our CLI inside the container, given
+    the CDI device IDs the Helper returned, shows the devices and generation the Go
+    reader reads on the node."""
+    driver = f"gpu-{uuid.uuid4().hex[:8]}.go.example.com"
+    claim = gpu_claim()
+    devices = [
+        go_device(
+            "worker-0",
+            f"gpu-{index}",
+            {"uuid": {"string": f"GPU-{index}c9e7b3a"}, "index": {"int": index}},
+        )
+        for index in range(2)
+    ]
+    updated = [
+        {**device, "attributes": {**device["attributes"], "healthy": {"bool": True}}}
+        for device in devices
+    ]
+    metadata = {
+        "name": claim.name,
+        "namespace": claim.namespace,
+        "uid": claim.uid,
+        "annotations": {"resource.kubernetes.io/pod-claim-name": claim.pod_claim_name},
+    }
+    kubelet_claim = {"namespace": claim.namespace, "name": claim.name, "uid": claim.uid}
+    answer = go_reference.ask({
+        "op": "write", "driver": driver,
+        "pluginDataDir": str(tmp_path / "plugins" / driver), "cdiDir": str(containerd.cdi_dir),
+        "claims": [{"metadata": metadata, "spec": {}, "status": {"allocation": {}}}],
+        "steps": [
+            {"call": "prepare", "claims": [kubelet_claim],
+             "results": {claim.uid: {"devices": devices}}},
+            {"call": "update", "namespace": claim.namespace, "name": claim.name, "uid": claim.uid,
+             "request": "gpu", "devices": updated},
+        ],
+    })  # fmt: skip
+    specs = [containerd.cdi_dir / name for name in answer["steps"][-1]["cdi"] if driver in name]
+    try:
+        prepared, update = answer["steps"]
+        assert not prepared.get("error"), answer
+        assert not update.get("error"), answer
+        ids = sorted(
+            {i for d in prepared["response"][claim.uid]["devices"] for i in d["cdiDeviceIDs"]}
+        )
+        assert ids, prepared
+        pod = pods("trainer-0", "ml-team")
+        commands = [SHOW_GPU, f"{SHOW_GPU} --driver {driver}"]
+        inside = pod.run("cli", cri_image, ["sh", "-c", answers(commands)], cdi_devices=ids)
+        assert inside.returncode == 0, inside.stderr
+        view = container_view(specs, tmp_path / "view")
+        question = {"op": "read", "root": str(view), "template": True, "name": "gpu"}
+        go_merged = go_reference.ask({**question, "request": "gpu"})
+        go_driver = go_reference.ask({**question, "request": "gpu", "driver": driver})
+    finally:
+        for spec in specs:
+            spec.unlink(missing_ok=True)
+    merged, one_driver = (json.loads(answer_of(inside.stdout, c)) for c in commands)
+    assert merged["requests"] == go_merged["object"]["requests"], (merged, go_merged)
+    assert one_driver["metadata"] == go_driver["object"]["metadata"], (one_driver, go_driver)
+    assert one_driver["requests"] == go_driver["object"]["requests"]
+    assert one_driver["metadata"]["generation"] == 2
+    healthy = [d["attributes"]["healthy"] for d in merged["requests"][0]["devices"]]
+    assert healthy == [{"bool": True}] * 2
+
+
+def test_our_publishers_files_read_by_the_go_reader_inside(
+    go_reference: Goref, go_reader_image: str, cri_node: Node, pods: Pods, tmp_path: Path
+) -> None:
+    """Our publisher prepares and updates a claim: the Go reader (ReadResourceClaimMetadata
+    and the template reader, in a static binary) inside the container reads the devices
+    and generation our CLI reads on the node."""
+    device = cri_node.prepare_cdi(gpu_claim(), "gpu", gpus(cri_node))
+    device_nic = cri_node.prepare_cdi(NIC, "eth", vf(cri_node))
+    cri_node.pub.update(NIC, "eth", vf(cri_node, NETWORK), mode="replace")
+    driver = cri_node.pub.driver
+    questions = [
+        {"op": "read", "root": "", "template": True, "name": "gpu", "request": "gpu"},
+        {"op": "read", "root": "", "template": True, "name": "gpu", "request": "gpu",
+         "driver": driver},
+        {"op": "read", "root": "", "name": "nic", "request": "eth"},
+        {"op": "read", "root": "", "name": "nic", "request": "eth", "driver": driver},
+    ]  # fmt: skip
+    script = 'printf "%s\\n" "$@" | goref'
+    pod = pods("trainer-0", "ml-team")
+    done = pod.run(
+        "go-reader", go_reader_image, ["sh", "-c", script, "sh", *map(json.dumps, questions)],
+        cdi_devices=[device, device_nic],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    go_inside = [json.loads(line) for line in done.stdout.splitlines()]
+    commands = [
+        SHOW_GPU,
+        f"{SHOW_GPU} --driver {driver}",
+        SHOW_NIC,
+        f"{SHOW_NIC} --driver {driver}",
+    ]
+    on_node = answers_on_the_node(cri_node.container_view(tmp_path / "view"), tmp_path, commands)
+    for answer, command in zip(go_inside, commands, strict=True):
+        assert answer["ok"], answer
+        ours = json.loads(answer_of(on_node, command))
+        assert answer["object"]["requests"] == ours["requests"], command
+        if "--driver" in command:
+            assert answer["object"]["metadata"] == ours["metadata"], command
+    generations = [a["object"]["metadata"].get("generation") for a in go_inside]
+    assert generations == [None, 1, None, 2]  # Go's merged object carries no metadata

@@ -62,7 +62,7 @@ def test_without_go_or_podman_the_cri_suite_is_skipped_saying_what_to_install(
     out = run_suite(tmp_path, str(empty), "-m", "cri", tests="tests/e2e/test_cri.py")
     assert "CRI tests need podman, runc, mmdebstrap, go (apt-get install" in out
     assert " passed" not in out
-    assert "7 skipped" in out
+    assert "9 skipped" in out
 
 
 @pytest.mark.skipif(
@@ -73,5 +73,5 @@ def test_where_the_cri_suite_could_run_it_still_runs_only_when_asked(tmp_path: P
     """A plain pytest run skips the CRI suite at once, builds nothing, and says how to ask."""
     out = run_suite(tmp_path, os.environ["PATH"], tests="tests/e2e/test_cri.py")
     assert "CRI tests run only when asked: python -m pytest -m cri tests/e2e" in out
-    assert "7 skipped" in out
+    assert "9 skipped" in out
     assert "CRI suite:" not in out  # no containerd was built or started
