@@ -492,10 +492,14 @@ def summarize(name: str, writer: str, samples: list[Sample]) -> Latency:
 
 
 def paired_ratio(ours: Latency, theirs: Latency) -> float:
-    """The median over the rounds of ours' round median / theirs' round median."""
-    return statistics.median(
-        a / b for a, b in zip(ours.round_medians_ms, theirs.round_medians_ms, strict=True)
-    )
+    """The median over the rounds of ours' round median / theirs' round median.
+
+    A round whose baseline median is 0 (its reader was handed the object before
+    the writer, kept off the CPU, noted the time) has no ratio and is left out.
+    """
+    pairs = zip(ours.round_medians_ms, theirs.round_medians_ms, strict=True)
+    ratios = [a / b for a, b in pairs if b > 0 and a == a and b == b]  # not 0, not nan
+    return statistics.median(ratios) if ratios else float("nan")
 
 
 @dataclass

