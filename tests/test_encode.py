@@ -81,3 +81,23 @@ def test_lone_surrogates_are_written_as_go_writes_invalid_utf8() -> None:
     assert b'"name": "caf\\ufffd"' in data
     assert dm.decode(data).metadata.name == "caf\ufffd"
     assert md.to_dict()["metadata"] == {"name": name}
+
+
+@pytest.mark.parametrize("spelled", ["\x00dra-metadata-raw-0", "\x00dra-metadata-raw-7"])
+def test_a_string_that_spells_the_raw_marker_stays_a_string(spelled: str) -> None:
+    """Raw fieldsV1 goes where its own marker is, never in place of a value that looks like one."""
+    entry = dm.ManagedFieldsEntry(manager="m", fields_v1='{"f:a":{}}')
+    md = dm.DeviceMetadata(
+        metadata=dm.ObjectMeta(name="c", managed_fields=(entry,)),
+        requests=(
+            dm.DeviceMetadataRequest(
+                "r",
+                (dm.Device("d.x", "p", "n", attributes={"a": dm.DeviceAttribute(string=spelled)}),),
+            ),
+        ),
+    )
+    data = dm.encode(md)
+    back = dm.decode(data)
+    assert back.requests[0].devices[0].attributes == {"a": dm.DeviceAttribute(string=spelled)}
+    assert back.metadata.managed_fields[0].fields_v1 == '{"f:a":{}}'
+    assert dm.encode(back) == data
