@@ -45,9 +45,11 @@ interleaved rounds (``--rounds``, 41; ``--quick``: 9): each round runs ``env`` o
 rotates, and a target's figure is the median over the rounds of the ratio within
 the round, so that a busy spell of the machine hits both sides of a ratio. Where
 valgrind is installed, the same two ratios are also counted in instructions
-(callgrind, fresh processes: the imports alone, the scan, the scan and the rest,
-``env``'s ``main()`` on each tree), which a busy machine does not move, and those
-gate the check; the wall-time ratios are printed beside them.
+(callgrind, fresh processes: the imports and a warm-up, the scan, the scan and the
+rest, ``env``'s ``main()`` on each tree), which a busy machine does not move. The
+linearity check gates on its count (both sides are ``env``); the rest/scan check
+gates on wall time, its count printed beside it: the scan is mostly the kernel's
+work (opening and reading the files), which callgrind does not count.
 
 Usage
 =====
@@ -362,15 +364,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     def at_most(case: str, value: float, target: float) -> None:
         checks.append((case, value, f"<= {target:g}", value <= target))
 
-    for key, name, limit in (
-        ("linear", "env per file, 1,000 drivers / 10 drivers", LINEAR_TARGET),
-        ("rest", "env's own work / scan, per file, 1,000 claims", REST_TARGET),
-    ):
-        if counted is None:
-            at_most(name, ratios[key], limit)
-        else:  # wall time shown, the instruction count gates
-            checks.append((name + " (wall)", ratios[key], f"<= {limit:g}", True))
-            at_most(name + " (instructions)", counted[key], limit)
+    linear = "env per file, 1,000 drivers / 10 drivers"
+    if counted is None:
+        at_most(linear, ratios["linear"], LINEAR_TARGET)
+    else:  # both sides do the same kind of work: the instruction count gates
+        checks.append((linear + " (wall)", ratios["linear"], f"<= {LINEAR_TARGET:g}", True))
+        at_most(linear + " (instructions)", counted["linear"], LINEAR_TARGET)
+    # The scan is mostly the kernel's work (opening and reading files), which
+    # callgrind does not count: its instruction ratio is shown, the wall time gates.
+    rest = "env's own work / scan, per file, 1,000 claims"
+    at_most(rest, ratios["rest"], REST_TARGET)
+    if counted is not None:
+        checks.append((rest + " (instructions)", counted["rest"], f"<= {REST_TARGET:g}", True))
     if max(sizes) == 10000:
         for layout in RSS_LAYOUTS:
             rss = results[layout][-1]["env_rss_mib"]
@@ -426,7 +431,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("  ".join(f"{c:>9}" for c in cells))
         print()
         for case, value, target, ok in checks:
-            shown = "-" if case.endswith("(wall)") else ("yes" if ok else "MISS")
+            shown = "yes" if ok else "MISS"
+            if case.endswith(("(wall)", "claims (instructions)")):
+                shown = "-"  # shown beside the figure that gates
             print(f"{case:62}  {value:7.2f}  {target:>8}  {shown}")
     missed = [case for case, _, _, ok in checks if not ok]
     if args.check and missed:
