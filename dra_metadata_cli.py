@@ -18,12 +18,41 @@ __all__ = ["main"]
 _INTERRUPTED = 130
 
 
+def _import_msgspec() -> None:
+    """Import msgspec as it loads where ``typing_extensions`` is not installed.
+
+    msgspec's C core imports ``msgspec._utils`` when it loads, which imports
+    ``typing_extensions`` if it can (pydantic, a dependency, installs it) for
+    ``get_type_hints``, ``Required`` and ``NotRequired``, and falls back to
+    ``typing``'s (Python 3.11 has all three) when the import fails. Importing
+    ``typing_extensions`` imports ``inspect``, and with it ``ast``, ``dis`` and
+    ``tokenize``: a sixth of a one-shot command's start-up, for nothing a
+    command uses (our types are plain ``typing``). So while msgspec loads here,
+    and only then, the import of ``typing_extensions`` fails the standard way
+    (a ``None`` entry in ``sys.modules``); the entry is removed at once, and
+    anything later (pydantic, for ``validate``) imports ``typing_extensions``
+    as usual. Nothing of msgspec is changed: it runs its own code for an
+    interpreter without ``typing_extensions``, which it supports.
+    """
+    import datetime  # noqa: F401 - before msgspec, as dra_metadata/__init__.py explains
+
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return  # already loaded: nothing left to save
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]
+    try:
+        import msgspec  # noqa: F401 - loaded now, with typing's names
+    finally:
+        if sys.modules.get("typing_extensions", "") is None:
+            del sys.modules["typing_extensions"]
+
+
 def main() -> int:
     """Import the command line with SIGINT held back, then run it."""
     held = {signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         try:
+            _import_msgspec()
             from dra_metadata._cli import console_main as run
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # a held SIGINT is raised here

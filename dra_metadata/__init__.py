@@ -30,6 +30,7 @@ from ._decode import decode
 from ._encode import DEFAULT_VERSIONS, encode
 from ._env import env_vars
 from ._errors import (
+    BadValue,
     DecodeError,
     DRAMetadataError,
     EnvError,
@@ -50,6 +51,7 @@ from ._inventory import (
     MountedFile,
     MountedRequest,
     Problem,
+    ProblemKind,
     inventory,
 )
 from ._model import (
@@ -76,6 +78,8 @@ from ._paths import (
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
     ROOT_ENV,
+    ClaimKind,
+    RootArg,
     default_root,
     resource_claim_file_path,
     resource_claim_template_file_path,
@@ -85,13 +89,22 @@ from ._read import DEFAULT_MAX_SIZE, read_file, read_request_dir
 if TYPE_CHECKING:
     from ._lint import RULES as LINT_RULES
     from ._lint import LintProblem, lint
-    from ._live import ClaimVariable, LiveFinding, LiveReport, check_live
-    from ._publish import ClaimRef, MetadataPublisher
+    from ._live import Check, ClaimVariable, IpQuery, LiveFinding, LiveReport, check_live
+    from ._publish import ClaimRef, MetadataPublisher, UpdateMode
     from ._schema import json_schema
-    from ._topology import Topology, TopologyDevice
+    from ._topology import (
+        Affinity,
+        DeviceKind,
+        KindRule,
+        Topology,
+        TopologyDevice,
+        TopologyProblem,
+    )
     from ._validate import validate
     from ._watch import (
+        Backend,
         MetadataWatcher,
+        StopEvent,
         WatchEvent,
         WatchEventKind,
         await_for,
@@ -117,14 +130,20 @@ __all__ = [
     "STANDARD_DOMAIN",
     "V1ALPHA1",
     "V1BETA1",
+    "Affinity",
     "AttributeKind",
     "AttributeValue",
+    "Backend",
+    "BadValue",
+    "Check",
+    "ClaimKind",
     "ClaimRef",
     "ClaimVariable",
     "DRAMetadataError",
     "DecodeError",
     "Device",
     "DeviceAttribute",
+    "DeviceKind",
     "DeviceMetadata",
     "DeviceMetadataRequest",
     "EnvError",
@@ -133,6 +152,8 @@ __all__ = [
     "FileTooLargeError",
     "InvalidNameError",
     "Inventory",
+    "IpQuery",
+    "KindRule",
     "LintProblem",
     "LiveFinding",
     "LiveReport",
@@ -150,11 +171,16 @@ __all__ = [
     "ObjectMeta",
     "OwnerReference",
     "Problem",
+    "ProblemKind",
     "PublishError",
+    "RootArg",
     "StaleMetadataError",
+    "StopEvent",
     "SymlinkError",
     "Topology",
     "TopologyDevice",
+    "TopologyProblem",
+    "UpdateMode",
     "VersionValue",
     "WaitTimeoutError",
     "WatchEvent",
@@ -192,7 +218,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     **{
         name: ("_watch", name)
         for name in (
+            "Backend",
             "MetadataWatcher",
+            "StopEvent",
             "WatchEvent",
             "WatchEventKind",
             "await_for",
@@ -207,14 +235,26 @@ _LAZY: dict[str, tuple[str, str]] = {
     "LINT_RULES": ("_lint", "RULES"),
     "LintProblem": ("_lint", "LintProblem"),
     "lint": ("_lint", "lint"),
+    "Check": ("_live", "Check"),
     "ClaimVariable": ("_live", "ClaimVariable"),
+    "IpQuery": ("_live", "IpQuery"),
     "LiveFinding": ("_live", "LiveFinding"),
     "LiveReport": ("_live", "LiveReport"),
     "check_live": ("_live", "check_live"),
     "ClaimRef": ("_publish", "ClaimRef"),
     "MetadataPublisher": ("_publish", "MetadataPublisher"),
-    "Topology": ("_topology", "Topology"),
-    "TopologyDevice": ("_topology", "TopologyDevice"),
+    "UpdateMode": ("_publish", "UpdateMode"),
+    **{
+        name: ("_topology", name)
+        for name in (
+            "Affinity",
+            "DeviceKind",
+            "KindRule",
+            "Topology",
+            "TopologyDevice",
+            "TopologyProblem",
+        )
+    },
     "validate": ("_validate", "validate"),
     "json_schema": ("_schema", "json_schema"),
 }

@@ -5,7 +5,8 @@ they follow no symbolic link below the root (the root itself may be one), and
 every "not there" is worded by :mod:`._nearby`. Beyond what the Go reference
 does, on purpose:
 
-* a subrequest is checked: asking for ``gpu/low-memory`` when the claim got
+* a subrequest is checked (by the one resolver, :mod:`._select`, as every door
+  checks it): asking for ``gpu/low-memory`` when the claim got
   ``gpu/high-memory`` is a :class:`~dra_metadata.MetadataNotFoundError` naming the
   one that was allocated (Go reads the directory ``gpu`` and returns it);
 * leaving the request out reads every request of the claim, merged (what Go
@@ -14,15 +15,16 @@ does, on purpose:
 
 from __future__ import annotations
 
+import os
 from typing import Literal, overload
 
 from ._model import DeviceMetadata, DeviceMetadataRequest, MergedDeviceMetadata
-from ._nearby import closest_first
-from ._paths import RootArg, check_name, check_path, request_base, root_path
+from ._paths import RootArg, check_path, request_base, root_path
 from ._read import DEFAULT_MAX_SIZE, check_max_size
 from ._scan import ClaimKind, Entry, merged, scan
+from ._select import Place, ask, narrow, resolve
 
-__all__ = ["exact_request", "read_request", "read_resource_claim", "read_resource_claim_template"]
+__all__ = ["read_request", "read_resource_claim", "read_resource_claim_template"]
 
 
 def read_request(
@@ -53,57 +55,22 @@ def _read_entries(
     root: RootArg,
     max_size: int,
 ) -> tuple[MergedDeviceMetadata, list[Entry]]:
-    check_name("claim" if kind == "claim" else "pod claim", claim)
-    if request is not None:
-        request_base(request)
-    if driver is not None:
-        check_name("driver", driver)
+    question = ask(kind=kind, claim=claim, request=request, driver=driver)
     top = root_path(None if root is None else check_path("root", root))
     limit = check_max_size(max_size)
     entries = scan(top, kind=kind, claim=claim, request=request, driver=driver, max_size=limit)
     md = merged(entries)
     if request is not None:
-        md = exact_request(md, request, top, kind, claim)
-    return md, entries
-
-
-def exact_request(
-    md: MergedDeviceMetadata, request: str, root: str, kind: ClaimKind, claim: str
-) -> MergedDeviceMetadata:
-    """``md`` narrowed to ``request`` when it names a subrequest; a not-found when not allocated.
-
-    A base request name (``gpu``) keeps everything: it answers with whatever
-    subrequest was allocated.
-    """
-    if "/" not in request:
-        return md
-    kept = tuple(r for r in md.requests if r.name == request)
-    if len(kept) == len(md.requests):
-        return md
-    if kept:
-        return MergedDeviceMetadata(
-            api_version=md.api_version,
-            pod_claim_name=md.pod_claim_name,
-            requests=kept,
-            sources=md.sources,
+        place = Place(
+            kind,
+            claim,
+            request_base(request),
+            os.path.dirname(entries[0].path),
+            tuple(r.name for r in md.requests),
         )
-    from ._errors import MetadataNotFoundError
-
-    base = request_base(request)
-    allocated = [r.name for r in md.requests if r.name.partition("/")[0] == base]
-    others = allocated or [r.name for r in md.requests]
-    word = "claim" if kind == "claim" else "template claim"
-    directory = md.sources[0].path.rpartition("/")[0] if md.sources else root
-    if allocated:
-        detail = f"request {base!r} of {word} {claim!r} was allocated as {', '.join(allocated)}"
-    else:
-        detail = f"the files hold the requests {', '.join(others) or '(none)'}"
-    return_hint = f"; ask for {base!r} to read whatever subrequest was allocated"
-    raise MetadataNotFoundError(
-        f"subrequest {request!r} was not allocated: {detail}{return_hint}",
-        path=directory,
-        nearby=tuple(closest_first(request, others)),
-    )
+        ((_, names),) = resolve(question, top, [place])
+        md = narrow(md, names)
+    return md, entries
 
 
 @overload

@@ -8,8 +8,10 @@ raw) followed by one newline.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any, Final
 
 from ._model import DeviceMetadata
@@ -29,8 +31,11 @@ _GO_ESCAPES: Final = {
 }
 # Patterns are compiled on first use (re caches them): import stays cheap.
 _NEEDS_ESCAPE: Final = "[<>&\u2028\u2029\ud800-\udfff]"
+# A raw fieldsV1 is written as a marker string, then put in place of the marker's line. The
+# marker holds a fresh random token, and a text in which the markers are not exactly the
+# ones placed (a value that spells one out) is made again with another token.
 _RAW_MARK: Final = "\x00dra-metadata-raw-"
-_RAW_LINE: Final = r'(?m)^( *)(.*)"\\u0000dra-metadata-raw-(\d+)"(,?)$'
+_RAW_LINE: Final = r'(?m)^( *)(.*)"\\u0000dra-metadata-raw-{token}-(\d+)"(,?)$'
 _VERSION_SHAPE: Final = r"[^/\s]+/[^/\s]+|[^/\s]+"
 
 
@@ -65,19 +70,61 @@ def encode(md: DeviceMetadata, versions: Iterable[str] = DEFAULT_VERSIONS) -> by
             raise ValueError(f"not an apiVersion: {version!r}")
     import json  # the encoder is not needed to read metadata
 
-    body, raws = _wire_for_encoding(md)
+    body, entries = _wire_for_encoding(md)
+
+    def dump(version: str) -> str:
+        top = {"kind": "DeviceMetadata", "apiVersion": version, **body}
+        return json.dumps(top, indent=2, ensure_ascii=False)
+
     parts = []
     for version in chosen:
-        text = json.dumps(
-            {"kind": "DeviceMetadata", "apiVersion": version, **body},
-            indent=2,
-            ensure_ascii=False,
-        )
-        if raws:
-            text = re.sub(_RAW_LINE, lambda m: _place_raw(m, raws), text)
+        text = _place_raws(entries, partial(dump, version))
         parts.append(_go_escape(text))
         parts.append("\n")
     return "".join(parts).encode("utf-8")
+
+
+def _raw_entries(body: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """The managedFields entries of a wire body that hold a raw ``fieldsV1``, with it."""
+    return [
+        (entry, entry["fieldsV1"])
+        for entry in body["metadata"].get("managedFields", ())
+        if "fieldsV1" in entry
+    ]
+
+
+def _marked_text(
+    entries: list[tuple[dict[str, Any], str]], dump: Callable[[], str]
+) -> tuple[str, list[re.Match[str]]]:
+    """``dump()`` with each raw ``fieldsV1`` as a marker, and the lines of exactly those markers.
+
+    The markers carry a random token; if the text holds any other line that looks
+    like a marker of that token (a string that spells one out), a new token is drawn.
+    """
+    while True:
+        token = os.urandom(8).hex()
+        for index, (entry, _raw) in enumerate(entries):
+            entry["fieldsV1"] = f"{_RAW_MARK}{token}-{index}"
+        text = dump()
+        found = list(re.finditer(_RAW_LINE.replace("{token}", token), text))
+        indexes = [int(match.group(3)) for match in found]
+        if indexes == list(range(len(entries))) and text.count(token) == len(entries):
+            return text, found
+
+
+def _place_raws(entries: list[tuple[dict[str, Any], str]], dump: Callable[[], str]) -> str:
+    if not entries:
+        return dump()
+    text, found = _marked_text(entries, dump)
+    pieces = []
+    pos = 0
+    for match in found:
+        indent, prefix, index, comma = match.groups()
+        raw = entries[int(index)][1]
+        pieces.append(text[pos : match.start()] + indent + prefix + go_indent(raw, indent) + comma)
+        pos = match.end()
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 def _go_escape(text: str) -> str:
@@ -86,28 +133,20 @@ def _go_escape(text: str) -> str:
     return re.sub(_NEEDS_ESCAPE, lambda m: _GO_ESCAPES.get(m.group(), "\\ufffd"), text)
 
 
-def _wire_for_encoding(md: DeviceMetadata) -> tuple[dict[str, Any], list[str]]:
-    """The wire body with Go's map order and raw ``fieldsV1`` replaced by markers."""
+def _wire_for_encoding(
+    md: DeviceMetadata,
+) -> tuple[dict[str, Any], list[tuple[dict[str, Any], str]]]:
+    """The wire body with Go's map order, and its entries with a raw ``fieldsV1``."""
     body = md.wire_body()
     meta = body["metadata"]
-    raws: list[str] = []
     for key in ("labels", "annotations"):
         if key in meta:
             meta[key] = dict(sorted(meta[key].items()))
-    for entry in meta.get("managedFields", ()):
-        if "fieldsV1" in entry:
-            raws.append(entry["fieldsV1"])
-            entry["fieldsV1"] = f"{_RAW_MARK}{len(raws) - 1}"
     for request in body.get("requests", ()):
         for device in request.get("devices", ()):
             if "attributes" in device:
                 device["attributes"] = dict(sorted(device["attributes"].items()))
-    return body, raws
-
-
-def _place_raw(match: re.Match[str], raws: list[str]) -> str:
-    indent, prefix, index, comma = match.groups()
-    return indent + prefix + go_indent(raws[int(index)], indent) + comma
+    return body, _raw_entries(body)
 
 
 def go_indent(raw: str, indent: str) -> str:
@@ -197,20 +236,16 @@ def _wire_text(md: DeviceMetadata) -> Iterator[str]:
     import json
 
     body = md.wire_body()
-    raws: list[str] = []
-    for entry in body["metadata"].get("managedFields", ()):
-        if "fieldsV1" in entry:
-            raws.append(entry["fieldsV1"])
-            entry["fieldsV1"] = f"{_RAW_MARK}{len(raws) - 1}"
-    text = json.dumps(body, indent=2, ensure_ascii=False)
-    if not raws:
-        yield text
+    entries = _raw_entries(body)
+    if not entries:
+        yield json.dumps(body, indent=2, ensure_ascii=False)
         return
+    text, found = _marked_text(entries, lambda: json.dumps(body, indent=2, ensure_ascii=False))
     pos = 0
-    for match in re.finditer(_RAW_LINE, text):
+    for match in found:
         indent, prefix, index, comma = match.groups()
         yield text[pos : match.start()] + indent + prefix
-        yield from _indented_raw(raws[int(index)], indent)
+        yield from _indented_raw(entries[int(index)][1], indent)
         pos = match.end() - len(comma)
     yield text[pos:]
 

@@ -101,7 +101,7 @@ from ._model import (
     DeviceMetadata,
     NetworkDeviceData,
 )
-from ._paths import RootArg, root_path
+from ._paths import RootArg
 from ._read import DEFAULT_MAX_SIZE
 
 if TYPE_CHECKING:
@@ -660,20 +660,23 @@ def env_vars(
     """The environment variables ``dra-metadata env`` prints, in the same order.
 
     With ``profile`` (``"cuda"``, or several: ``["cuda", "nccl"]``), the
-    variables of those framework profiles instead (see
-    :mod:`dra_metadata._profiles`); one that cannot be built raises
+    variables of those framework profiles instead (listed in the guide's *Topology,
+    profiles and doctor* page, ``docs/topology.md``); one that cannot be built raises
     :class:`~dra_metadata.EnvError` saying what is missing.
 
     Reads every request under ``root`` (default ``$DRA_METADATA_ROOT``, else the
     container directory), or those of the claim named ``claim``, of the claim
     made from a template that the pod spec calls ``pod_claim`` (as in
     :func:`watch`), of requests named ``request`` or of one ``driver``.
-    The naming scheme is described in the module :mod:`dra_metadata._env`
-    (and the README): ``DRA_<CLAIM>_<REQUEST>_...``. Symbolic links below the
+    The naming scheme is in the guide's *Environment variables* page
+    (``docs/env.md``): ``DRA_<CLAIM>_<REQUEST>_...``. Symbolic links below the
     root are not followed.
 
+    ``request`` is asked as every reader asks it (``gpu/low-memory`` when
+    ``gpu/high-memory`` was allocated is the readers' not-found, naming it).
     Raises :class:`~dra_metadata.MetadataNotFoundError` when the root, or what
-    was asked for, is not there, :class:`~dra_metadata.DecodeError` for a file
+    was asked for, is not there (an empty root included: the one wording of
+    every door), :class:`~dra_metadata.DecodeError` for a file
     that does not decode, and :class:`~dra_metadata.EnvError` when two sources
     map to one name or a value holds a NUL (the CLI prints the rest instead).
 
@@ -684,27 +687,26 @@ def env_vars(
     >>> env["DRA_GPU_GPU_UUID"].split(",")[0]
     'GPU-8f6c2a4e-0b1d-4c55-9a1e-3d2b7c9e0f11'
     """
-    from ._inventory import from_entries
-    from ._scan import scan
+    from ._inventory import mounted
+    from ._select import ask
 
     if claim is not None and pod_claim is not None:
         raise ValueError("env_vars(): give claim or pod_claim, not both")
     if not isinstance(prefix, str) or not valid_prefix(prefix):
         raise ValueError(f"env_vars(): prefix {prefix!r} cannot start a variable name")
-    entries = scan(
-        root,
+    question = ask(
         kind="claim" if claim is not None else "template" if pod_claim is not None else None,
         claim=claim if claim is not None else pod_claim,
         request=request,
         driver=driver,
-        max_size=max_size,
     )
+    found = mounted(question, root, max_size=max_size)
     if profile is not None:
         from ._profiles import profile_variables
 
         names = [profile] if isinstance(profile, str) else list(profile)
-        return profile_variables(from_entries(root_path(root), entries), names)
-    variables, problems = collect(from_entries(root_path(root), entries), prefix=prefix)
+        return profile_variables(found, names)
+    variables, problems = collect(found, prefix=prefix)
     if problems:
         raise problems[0]
     return variables

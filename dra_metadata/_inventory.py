@@ -45,9 +45,11 @@ from ._model import (
     MergedDeviceMetadata,
     NetworkDeviceData,
 )
+from ._nearby import nothing_mounted
 from ._paths import RootArg, root_path
 from ._read import DEFAULT_MAX_SIZE, merge
 from ._scan import ClaimKind, Entry, scan
+from ._select import Place, Question, ask, narrow, resolve
 
 if TYPE_CHECKING:
     from ._live import ClaimVariable
@@ -62,7 +64,9 @@ __all__ = [
     "ProblemKind",
     "from_entries",
     "inventory",
+    "mounted",
     "problem_kind",
+    "select",
 ]
 
 #: Why a file or directory of the layout could not be used.
@@ -90,25 +94,41 @@ class Problem(msgspec.Struct, frozen=True, gc=False):
     ``driver`` are ``""`` for a claim directory that could not be read.
     """
 
+    #: Why, in one word: ``undecodable``, ``too-large``, ``symlink``, ``unreadable`` or
+    #: ``missing``.
     status: ProblemKind
+    #: How the pod references the claim: ``claim`` or ``template``.
     kind: ClaimKind
+    #: The claim's directory name: its name, or the pod's claim name for a template.
     claim: str
+    #: The request directory, or ``""`` for a claim directory that could not be read.
     request: str
+    #: The driver whose file it is, or ``""`` for a directory.
     driver: str
+    #: The file or directory that could not be used.
     path: str
+    #: The error's text, one line.
     message: str
+    #: The exception itself, to raise or inspect.
     error: DRAMetadataError
 
 
 class MountedFile(msgspec.Struct, frozen=True, gc=False):
     """One place of the layout as found: a file's metadata, or the problem it has."""
 
+    #: How the pod references the claim: ``claim`` or ``template``.
     kind: ClaimKind
+    #: The claim's directory name.
     claim: str
+    #: The request directory (the base request name).
     request: str
+    #: The driver the file belongs to (from its name).
     driver: str
+    #: The file's path.
     path: str
+    #: The decoded object; ``None`` when the file has a problem.
     metadata: DeviceMetadata | None = None
+    #: What went wrong with the file; ``None`` when it decoded.
     problem: Problem | None = None
 
 
@@ -121,10 +141,15 @@ class MountedDevice(msgspec.Struct, frozen=True, gc=False):
     (``gpu/high-memory`` for a subrequest), ``base_request`` its directory.
     """
 
+    #: The device itself, as decoded.
     device: Device
+    #: How the pod references the device's claim: ``claim`` or ``template``.
     kind: ClaimKind
+    #: The claim's directory name: its name, or the pod's claim name for a template.
     claim: str
+    #: The request's name as allocated: ``gpu``, or ``gpu/high-memory`` for a subrequest.
     request: str
+    #: The request directory the device was read from (the name before any ``/``).
     base_request: str
 
     @property
@@ -221,12 +246,19 @@ class MountedRequest(msgspec.Struct, frozen=True, gc=False):
     the device list may be incomplete.
     """
 
+    #: How the pod references the claim: ``claim`` or ``template``.
     kind: ClaimKind
+    #: The claim's name, or the pod's claim name for a claim made from a template.
     claim: str
+    #: The request directory (the base request name).
     request: str
+    #: The request directory's path.
     path: str
+    #: Every driver's file found in the directory, in name order.
     files: tuple[MountedFile, ...]
+    #: The files that could be read, merged as Go merges them; ``None`` when none could.
     metadata: MergedDeviceMetadata | None
+    #: The files that could not be read; with any, the device list may be incomplete.
     problems: tuple[Problem, ...] = ()
 
     @property
@@ -299,10 +331,15 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
     before templates, names in byte order).
     """
 
+    #: The root that was read.
     root: str
+    #: Whether the root exists: false when nothing is mounted at all.
     exists: bool
+    #: Every request directory found, claims before templates, names in byte order.
     requests: tuple[MountedRequest, ...] = ()
+    #: Every place of the layout found, in walk order.
     files: tuple[MountedFile, ...] = ()
+    #: Every file or directory that could not be used, with why.
     problems: tuple[Problem, ...] = ()
 
     def __iter__(self) -> Iterator[MountedRequest]:
@@ -312,16 +349,33 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         return len(self.requests)
 
     def request(
-        self, claim: str, request: str, *, kind: ClaimKind | None = None
-    ) -> MountedRequest | None:
-        """The request directory ``request`` (``req`` or ``req/sub``) of ``claim``, if mounted."""
-        base = request.partition("/")[0]
-        for found in self.requests:
-            if found.claim == claim and found.request == base and kind in (None, found.kind):
-                if "/" in request and request not in found.request_names:
-                    return None
-                return found
-        return None
+        self, claim: str, request: str, *, claim_kind: ClaimKind | None = None
+    ) -> MountedRequest:
+        """The request directory ``request`` (``req`` or ``req/sub``) of ``claim``.
+
+        ``claim_kind`` (``"claim"`` or ``"template"``) tells a claim from a
+        template claim of the same name. Asked as every reader and command asks (one
+        resolver; *Which request* in ``docs/reading.md``): ``req`` answers whatever
+        subrequest was allocated (:attr:`MountedRequest.subrequest` says which); ``req/sub`` one
+        that holds exactly it. Anything else raises the readers'
+        :class:`~dra_metadata.MetadataNotFoundError` (the same words, naming
+        what was allocated or what is nearby), never ``None``.
+
+        >>> import dra_metadata as dm
+        >>> inv = dm.inventory("examples/dra-device-attributes")
+        >>> inv.request("inference", "gpu").subrequest
+        'gpu/high-memory'
+        >>> try:
+        ...     inv.request("inference", "gpu/low-memory")
+        ... except dm.MetadataNotFoundError as err:
+        ...     print(err.nearby)
+        ('gpu/high-memory',)
+        """
+        if claim_kind is None:
+            kinds = {found.kind for found in self.requests if found.claim == claim}
+            claim_kind = "template" if kinds == {"template"} else "claim"
+        question = ask(kind=claim_kind, claim=claim, request=request, parameter="claim_kind")
+        return select(self, question).requests[0]
 
     def claims(self) -> list[tuple[ClaimKind, str]]:
         """The ``(kind, claim)`` pairs that have at least one request directory."""
@@ -339,7 +393,7 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         self,
         *,
         driver: str | None = None,
-        kind: ClaimKind | None = None,
+        claim_kind: ClaimKind | None = None,
         claim: str | None = None,
         request: str | None = None,
         has: str | Iterable[str] = (),
@@ -347,28 +401,31 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
     ) -> list[MountedDevice]:
         """Every device across all claims and requests, optionally narrowed.
 
-        ``driver``, ``kind``, ``claim`` and ``request`` (a base request, or a
-        ``req/sub`` name) keep what matches; ``has`` keeps devices that have
-        every named attribute; ``where`` those whose attributes have the given
+        ``claim_kind`` (``"claim"`` or ``"template"``: the kind of claim, not of
+        device; anything else is a :class:`ValueError`), ``claim`` and
+        ``request`` (``req``, or ``req/sub``) are asked as every reader asks
+        them (:meth:`request`): naming a claim or request that is not mounted, or
+        a subrequest that was not allocated, raises the readers'
+        :class:`~dra_metadata.MetadataNotFoundError`, never answers ``[]``.
+        ``driver`` keeps that driver's devices; ``has`` devices that have every
+        named attribute; ``where`` those whose attributes have the given
         values (names resolve as :meth:`Device.attribute` resolves them).
 
         >>> import dra_metadata as dm
         >>> inv = dm.inventory("examples/dra-device-attributes")
         >>> [d.name for d in inv.devices(has="resource.kubernetes.io/pcieRoot")]
         ['enp94s0f0v3', 'gpu-0', 'mlx5-0', 'gpu-3']
+        >>> [d.request for d in inv.devices(claim_kind="template", request="gpu/high-memory")]
+        ['gpu/high-memory']
         """
         wanted = (has,) if isinstance(has, str) else tuple(has)
         conditions = dict(where or {})
+        question = ask(kind=claim_kind, claim=claim, request=request, parameter="claim_kind")
+        source = select(self, question) if question.narrows or claim_kind is not None else self
         found: list[MountedDevice] = []
-        for mounted in self.requests:
-            if kind is not None and mounted.kind != kind:
-                continue
-            if claim is not None and mounted.claim != claim:
-                continue
+        for mounted in source.requests:
             for device in mounted.devices:
                 if driver is not None and device.driver != driver:
-                    continue
-                if request is not None and request not in (device.request, device.base_request):
                     continue
                 if any(device.find_attribute(name) is None for name in wanted):
                     continue
@@ -382,7 +439,8 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
 
         ``kinds`` overrides the kind rules (driver name -> ``gpu``, ``nic``,
         ``cpu``, ``memory`` or ``other``, or a function of a device returning a
-        kind or ``None``); see :mod:`dra_metadata._topology`.
+        kind or ``None``); the default rules are in the guide's *Topology, profiles and
+        doctor* page (``docs/topology.md``).
 
         >>> import dra_metadata as dm
         >>> topo = dm.inventory("examples/topology-tree").topology()
@@ -397,7 +455,7 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         """Variables of ``environ`` (default ``os.environ``) carrying a mounted claim's UID.
 
         Joins what drivers inject through CDI (``DRA_CPUSET_<claimUID>``) to the
-        claim and requests it belongs to; see :func:`dra_metadata._live.claim_variables`.
+        claim and requests it belongs to (each a :class:`~dra_metadata.ClaimVariable`).
 
         >>> import dra_metadata as dm
         >>> inv = dm.inventory("examples/topology-tree")
@@ -413,6 +471,76 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
 def _has_value(device: MountedDevice, name: str, value: object) -> bool:
     found = device.find_attribute(name)
     return found is not None and found.value == value
+
+
+def select(inv: Inventory, question: Question) -> Inventory:
+    """``inv`` narrowed to what ``question`` names, as the one resolver decides it.
+
+    Raises :class:`~dra_metadata.MetadataNotFoundError` when the question
+    names a claim, request or driver and nothing in ``inv`` answers it (see
+    :func:`dra_metadata._select.resolve`).
+    """
+    if question == Question():
+        return inv  # nothing asked: everything answers
+    places = [
+        Place(
+            found.kind,
+            found.claim,
+            found.request,
+            found.path,
+            None if found.metadata is None else found.request_names,
+        )
+        for found in inv.requests
+    ]
+    kept = resolve(question, inv.root, places)
+    requests: list[MountedRequest] = []
+    for index, names in kept:
+        found = inv.requests[index]
+        if found.metadata is not None and len(names) != len(found.metadata.requests):
+            found = msgspec.structs.replace(found, metadata=narrow(found.metadata, names))
+        requests.append(found)
+    keys = {(found.kind, found.claim, found.request) for found in requests}
+
+    def belongs(kind: ClaimKind, claim: str, request: str) -> bool:
+        if request:
+            return (kind, claim, request) in keys
+        return question.kind in (None, kind) and question.claim in (None, claim)
+
+    files = tuple(f for f in inv.files if belongs(f.kind, f.claim, f.request))
+    return Inventory(
+        root=inv.root,
+        exists=inv.exists,
+        requests=tuple(requests),
+        files=files,
+        problems=tuple(p for p in inv.problems if belongs(p.kind, p.claim, p.request)),
+    )
+
+
+def mounted(
+    question: Question, root: RootArg = None, *, max_size: int = DEFAULT_MAX_SIZE
+) -> Inventory:
+    """What ``question`` names under ``root``: the inventory every selecting door reads.
+
+    Walks only what the question names, then asks the one resolver. Raises
+    :class:`~dra_metadata.MetadataNotFoundError` for a missing root (or one
+    that is not a directory), for a claim, request or driver that is not there,
+    for a subrequest that was not allocated, and for a root with nothing
+    mounted under it (:func:`dra_metadata._nearby.nothing_mounted`: one wording
+    for every door).
+    """
+    top = root_path(root)
+    entries = scan(
+        top,
+        kind=question.kind,
+        claim=question.claim,
+        request=question.request,
+        driver=question.driver,
+        max_size=max_size,
+    )
+    inv = select(from_entries(top, entries), question)
+    if not inv.files:
+        raise nothing_mounted(top)
+    return inv
 
 
 def inventory(root: RootArg = None, *, max_size: int = DEFAULT_MAX_SIZE) -> Inventory:

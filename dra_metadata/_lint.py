@@ -72,8 +72,11 @@ class LintProblem(msgspec.Struct, frozen=True, gc=False):
     ``str()`` gives ``CODE field: message``.
     """
 
+    #: The rule's stable code (see :data:`LINT_RULES`).
     code: str
+    #: The field path the problem is about.
     field: str
+    #: What is wrong and what to do, one line.
     message: str
 
     def __str__(self) -> str:

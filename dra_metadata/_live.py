@@ -48,15 +48,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 import msgspec
 
+# At run time too: the public signatures name them (typing.get_type_hints(), help()).
+from ._inventory import Inventory
 from ._paths import RootArg
-
-if TYPE_CHECKING:
-    from ._inventory import Inventory
-    from ._topology import TopologyDevice
+from ._topology import TopologyDevice
 
 __all__ = [
     "Check",
@@ -70,6 +69,8 @@ __all__ = [
     "parse_cpu_list",
 ]
 
+#: What a :class:`LiveFinding` checked: a PCI device in sysfs, its NUMA node or PCIe
+#: root, a network interface, its hardware address or IPs, the cpuset, a file.
 Check = Literal[
     "pci-device",
     "numa-node",
@@ -104,12 +105,19 @@ class LiveFinding(msgspec.Struct, frozen=True, gc=False):
     /x.json: nic0: ip: expected 10.0.0.5/24, found 10.0.0.9/24
     """
 
+    #: What was compared.
     check: Check
+    #: Whether the system matches the metadata.
     ok: bool
+    #: The device (or file) the finding is about.
     subject: str
+    #: What the metadata says.
     expected: str
+    #: What the system has.
     found: str
+    #: The metadata file that said it.
     path: str
+    #: What to do when the finding is not ok (empty when ok).
     hint: str = ""
 
     def __str__(self) -> str:
@@ -138,7 +146,9 @@ class LiveReport(msgspec.Struct, frozen=True, gc=False):
     (True, [], 1)
     """
 
+    #: The metadata root that was checked.
     root: str
+    #: Every finding, in device order.
     findings: tuple[LiveFinding, ...] = ()
 
     @property
@@ -264,7 +274,7 @@ class _Link(msgspec.Struct, gc=False):
 
 
 class IpQuery:
-    """``ip -json address show`` started now, its answer read on first :meth:`result`.
+    """``ip -json address show`` started now, its answer read when :func:`check_live` needs it.
 
     Starting it before the metadata is read lets it run while the files are
     decoded (``doctor`` does); :func:`check_live` takes one as ``ip``. It has
@@ -298,7 +308,7 @@ class IpQuery:
         finally:
             os.close(write_end)
 
-    def result(self) -> list[_Link] | str:
+    def _result(self) -> list[_Link] | str:
         """The interfaces of this network namespace, or why they could not be listed."""
         if self._answer is None:
             self._answer = self._collect()
@@ -400,12 +410,13 @@ def check_live(
 
     inv = read_inventory(root) if inventory is None else inventory
     if not inv.exists:
-        from ._errors import MetadataNotFoundError
-        from ._nearby import MOUNT_HINT
+        from ._nearby import not_found
 
-        raise MetadataNotFoundError(
-            f"nothing is mounted under {inv.root}: {MOUNT_HINT}", path=inv.root
-        )
+        raise not_found(inv.root, kind=None, claim=None, request=None)
+    if not inv.files:
+        from ._nearby import nothing_mounted
+
+        raise nothing_mounted(inv.root)
     files = {(f.kind, f.claim, f.request, f.driver): f.path for f in inv.files if f.driver}
     findings: list[LiveFinding] = []
     for problem in inv.problems:
@@ -471,7 +482,7 @@ def check_live(
         if network is not None and network.interface_name:
             if query is None:
                 query = IpQuery(command)
-            findings.extend(_network(device, subject, path, query.result(), command))
+            findings.extend(_network(device, subject, path, query._result(), command))
         cpus = cpu_ids(device)
         if cpus:
             if not cpuset_cache:
@@ -506,7 +517,7 @@ def check_live(
             )
         )
     if query is not None:
-        query.result()  # reap it, answered or not
+        query._result()  # reap it, answered or not
     return LiveReport(inv.root, tuple(findings))
 
 
@@ -695,11 +706,17 @@ class ClaimVariable(msgspec.Struct, frozen=True, gc=False):
     ('cpus', ('cpus',))
     """
 
+    #: The variable's name.
     name: str
+    #: The variable's value.
     value: str
+    #: How the pod references the claim: ``claim`` or ``template``.
     kind: str
+    #: The claim's directory name.
     claim: str
+    #: The claim UID the variable carries.
     uid: str
+    #: The claim's mounted request directories.
     requests: tuple[str, ...]
 
 

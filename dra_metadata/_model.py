@@ -20,13 +20,12 @@ annotations``): building the msgspec decoder then takes a third of the time,
 which is most of what a command line call spends on its first ``decode()``.
 """
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, TypeAlias
 
 import msgspec
 import msgspec.structs
 
-from ._errors import DecodeError
 from ._versions import V1ALPHA1, V1BETA1
 
 if TYPE_CHECKING:
@@ -41,6 +40,7 @@ __all__ = [
     "STANDARD_DOMAIN",
     "V1ALPHA1",
     "V1BETA1",
+    "AttributeInput",
     "AttributeKind",
     "AttributeValue",
     "Device",
@@ -54,6 +54,7 @@ __all__ = [
     "ObjectMeta",
     "OwnerReference",
     "VersionValue",
+    "to_attribute",
     "wire_names",
 ]
 
@@ -90,6 +91,10 @@ class VersionValue(str):
     """
 
     __slots__ = ()
+
+    def __new__(cls, value: str) -> "VersionValue":
+        """``value`` as a version attribute value (the text is kept as written)."""
+        return super().__new__(cls, value)
 
     @property
     def semver(self) -> "semver.Version":
@@ -138,13 +143,21 @@ class DeviceAttribute(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
     'ints'
     """
 
+    #: An integer value (int64); ``None`` when not set.
     int: _Int64 | None = None
+    #: A boolean value; ``None`` when not set.
     bool: _Bool | None = None
+    #: A string value (at most 64 bytes once validated); ``None`` when not set.
     string: _Str | None = None
+    #: A semantic version as written (see :class:`VersionValue`); ``None`` when not set.
     version: _Str | None = None
+    #: A list of integers (KEP-5491 list attributes); empty when not set.
     ints: tuple[_Int64, ...] = ()
+    #: A list of booleans; empty when not set.
     bools: tuple[_Bool, ...] = ()
+    #: A list of strings; empty when not set.
     strings: tuple[_Str, ...] = ()
+    #: A list of semantic versions as written; empty when not set.
     versions: tuple[_Str, ...] = ()
 
     def set_kinds(self) -> tuple[AttributeKind, ...]:
@@ -193,8 +206,11 @@ class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_S
     not check their syntax.
     """
 
+    #: The interface name inside the container (``net1``); ``""`` when not known yet.
     interface_name: str = ""
+    #: The interface's addresses, CIDR notation by convention (``10.0.0.5/24``).
     ips: tuple[str, ...] = ()
+    #: The MAC address as the driver wrote it; ``""`` when not known yet.
     hardware_address: str = ""
 
     def set_fields(self) -> tuple[tuple[str, str | tuple[str, ...]], ...]:
@@ -214,11 +230,17 @@ class NetworkDeviceData(msgspec.Struct, rename="camel", omit_defaults=True, **_S
 class OwnerReference(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIONS):
     """A standard Kubernetes owner reference (rarely present in metadata files)."""
 
+    #: API version of the owner (``apiVersion``).
     api_version: str
+    #: Kind of the owner.
     kind: str
+    #: Name of the owner.
     name: str
+    #: UID of the owner.
     uid: str
+    #: Whether the owner is the managing controller; ``None`` when not written.
     controller: bool | None = None
+    #: ``blockOwnerDeletion`` as written; ``None`` when not written.
     block_owner_deletion: bool | None = None
 
 
@@ -228,12 +250,19 @@ class ManagedFieldsEntry(msgspec.Struct, rename="camel", omit_defaults=True, **_
     ``fields_v1`` holds the raw JSON text of ``fieldsV1``.
     """
 
+    #: The field manager's name.
     manager: str = ""
+    #: ``Apply`` or ``Update``.
     operation: str = ""
+    #: The API version the fields were written in.
     api_version: str = ""
+    #: When the entry was written (RFC 3339), or ``None``.
     time: str | None = None
+    #: The format of :attr:`fields_v1` (``FieldsV1``).
     fields_type: str = ""
+    #: The raw JSON text of ``fieldsV1``, kept byte for byte; ``None`` when absent.
     fields_v1: str | None = None
+    #: The subresource the fields were written through, or ``""``.
     subresource: str = ""
 
 
@@ -245,20 +274,35 @@ class ObjectMeta(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_O
     strings in UTC (``"2008-01-01T01:01:01Z"``).
     """
 
+    #: The ResourceClaim's name.
     name: str = ""
+    #: ``generateName`` as written (rarely set).
     generate_name: str = ""
+    #: The ResourceClaim's namespace.
     namespace: str = ""
+    #: ``selfLink`` as written (deprecated upstream, rarely set).
     self_link: str = ""
+    #: The ResourceClaim's UID: a new UID is a new claim, even under the same name.
     uid: str = ""
+    #: ``resourceVersion`` as written (rarely set).
     resource_version: str = ""
+    #: 1 when the driver prepared the claim, one more for every update (0 when not written).
     generation: _Int64 = 0
+    #: ``creationTimestamp`` (RFC 3339), or ``None``.
     creation_timestamp: str | None = None
+    #: ``deletionTimestamp`` (RFC 3339), or ``None``.
     deletion_timestamp: str | None = None
+    #: ``deletionGracePeriodSeconds``, or ``None``.
     deletion_grace_period_seconds: _Int64 | None = None
+    #: Labels as written (empty when none).
     labels: dict[str, str] = {}
+    #: Annotations as written (empty when none).
     annotations: dict[str, str] = {}
+    #: Owner references as written (rarely present).
     owner_references: tuple[OwnerReference, ...] = ()
+    #: Finalizers as written (rarely present).
     finalizers: tuple[str, ...] = ()
+    #: Managed-fields entries as written (rarely present).
     managed_fields: tuple[ManagedFieldsEntry, ...] = ()
 
 
@@ -272,10 +316,17 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
     ('GPU-1', 'GPU-1', 1)
     """
 
+    #: The DRA driver that allocated the device (``gpu.example.com``).
     driver: str
+    #: The resource pool the device comes from (often the node's name).
     pool: str
+    #: The device's name within its pool (``gpu-0``).
     name: str
+    #: The device's attributes by name as written: a name without a domain is in the driver's
+    #: domain (use :meth:`attribute` to look one up either way).
     attributes: dict[str, DeviceAttribute] = {}
+    #: Network data, when the driver provides it (often later than the identity); ``None``
+    #: otherwise.
     network_data: NetworkDeviceData | None = None
 
     def find_attribute(self, name: str, *, standard: bool = False) -> DeviceAttribute | None:
@@ -398,7 +449,9 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
 class DeviceMetadataRequest(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
     """The devices allocated for one request (``gpu`` or ``gpu/high-memory``)."""
 
+    #: The request's name as allocated: ``gpu``, or ``gpu/high-memory`` for a subrequest.
     name: str
+    #: The devices allocated for the request, in the driver's order.
     devices: tuple[Device, ...] = ()
 
     @property
@@ -425,9 +478,15 @@ class DeviceMetadata(
     {'metadata': {}, 'requests': [{'name': 'gpu'}]}
     """
 
+    #: The apiVersion of the stream entry that was decoded (``""`` for an object built in
+    #: code).
     api_version: str = ""
+    #: The claim's identity: name, namespace, UID and generation.
     metadata: ObjectMeta = ObjectMeta()
+    #: The claim's name in the pod spec when it was made from a ResourceClaimTemplate; ``None``
+    #: for a claim referenced by name.
     pod_claim_name: str | None = None
+    #: The requests this object describes, each with its devices.
     requests: tuple[DeviceMetadataRequest, ...] = ()
 
     #: Keys of :func:`msgspec.to_builtins` output that are not part of the wire body.
@@ -440,6 +499,8 @@ class DeviceMetadata(
         object; for a merged read it equals Go's merged object. A raw
         ``fieldsV1`` nested deeper than Python can hold raises :class:`DecodeError`.
         """
+        from ._errors import DecodeError  # _errors names this module's types: no cycle at import
+
         body = self.wire_body()
         for index, entry in enumerate(body["metadata"].get("managedFields", ())):
             if "fieldsV1" in entry:
@@ -486,12 +547,19 @@ class DeviceMetadata(
 class MetadataSource(msgspec.Struct, frozen=True, gc=False, repr_omit_defaults=True):
     """One file that went into a merged read, with the identity Go throws away."""
 
+    #: The file that was read.
     path: str
+    #: The driver the file belongs to (from its name).
     driver: str
+    #: The apiVersion the file's object was decoded from.
     api_version: str
+    #: The file's ``metadata.generation``.
     generation: int
+    #: The claim UID the file names (``metadata.uid``).
     claim_uid: str
+    #: The claim name the file names (``metadata.name``).
     claim_name: str
+    #: The claim namespace the file names (``metadata.namespace``).
     claim_namespace: str
 
 
@@ -505,6 +573,7 @@ class MergedDeviceMetadata(DeviceMetadata, tag="DeviceMetadata"):
     they differ.
     """
 
+    #: One entry per file that went into the merge, in merge order.
     sources: tuple[MetadataSource, ...] = ()
 
     _NOT_WIRE: ClassVar[tuple[str, ...]] = ("kind", "apiVersion", "sources")
@@ -602,4 +671,71 @@ def _as_lists(value: Any) -> Any:
         return {key: _as_lists(item) for key, item in value.items()}
     if isinstance(value, tuple | list):
         return [_as_lists(item) for item in value]
+    return value
+
+
+#: What an attribute can be given as (see :func:`to_attribute`).
+AttributeInput: TypeAlias = (
+    bool
+    | int
+    | str
+    | VersionValue
+    | DeviceAttribute
+    | Sequence[bool]
+    | Sequence[int]
+    | Sequence[str]
+    | Sequence[VersionValue]
+)
+
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+
+
+def to_attribute(value: AttributeInput) -> DeviceAttribute:
+    """The :class:`~dra_metadata.DeviceAttribute` for a plain Python value.
+
+    ``bool`` becomes ``bool``, ``int`` ``int``, :class:`~dra_metadata.VersionValue`
+    ``version``, ``str`` ``string``; a non-empty list or tuple becomes the list
+    form of its items' kind. A ``DeviceAttribute`` is taken as it is.
+
+    The one conversion of plain values: the testing kit's builders and
+    :meth:`~dra_metadata.MetadataPublisher.device` both use it. ``TypeError``
+    for a value of no attribute kind, ``ValueError`` for an int outside int64
+    or an empty list.
+
+    >>> to_attribute(True), to_attribute(3), to_attribute("A100")
+    (DeviceAttribute(bool=True), DeviceAttribute(int=3), DeviceAttribute(string='A100'))
+    >>> to_attribute([0, 1])
+    DeviceAttribute(ints=(0, 1))
+    """
+    if isinstance(value, DeviceAttribute):
+        return value
+    if isinstance(value, bool):
+        return DeviceAttribute(bool=value)
+    if isinstance(value, int):
+        return DeviceAttribute(int=_int64(value))
+    if isinstance(value, VersionValue):
+        return DeviceAttribute(version=str(value))
+    if isinstance(value, str):
+        return DeviceAttribute(string=value)
+    if isinstance(value, (list, tuple)):
+        items = tuple(value)
+        if not items:
+            raise ValueError("an empty list has no kind (Kubernetes treats it as not set)")
+        if all(isinstance(item, bool) for item in items):
+            return DeviceAttribute(bools=items)
+        if all(isinstance(item, int) and not isinstance(item, bool) for item in items):
+            return DeviceAttribute(ints=tuple(_int64(item) for item in items))
+        if all(isinstance(item, VersionValue) for item in items):
+            return DeviceAttribute(versions=tuple(str(item) for item in items))
+        if all(isinstance(item, str) and not isinstance(item, VersionValue) for item in items):
+            return DeviceAttribute(strings=items)
+        kinds = sorted({type(item).__name__ for item in items})
+        raise TypeError(f"list attribute items must all be of one kind, got {', '.join(kinds)}")
+    raise TypeError(f"cannot make a device attribute of {type(value).__name__}")
+
+
+def _int64(value: int) -> int:
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"int attribute {value} does not fit in 64 bits")
     return value

@@ -24,20 +24,27 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Final, Literal
+from typing import Final
 
 from ._errors import MetadataNotFoundError
 from ._paths import (
     METADATA_FILE_SUFFIX,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
+    ClaimKind,
     driver_of,
     request_base,
 )
 
-__all__ = ["MOUNT_HINT", "closest_first", "listing", "not_found", "subdir_of"]
-
-ClaimKind = Literal["claim", "template"]
+__all__ = [
+    "MOUNT_HINT",
+    "closest_first",
+    "listing",
+    "not_found",
+    "nothing_mounted",
+    "nothing_mounted_text",
+    "subdir_of",
+]
 
 #: The usual cause of a claim that is not mounted, and the fix.
 MOUNT_HINT: Final = (
@@ -101,6 +108,39 @@ def _quoted(names: list[str], limit: int = 8) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
+def nothing_mounted_text(root: str) -> str:
+    """The one wording of an empty root, for every command and reader.
+
+    >>> print(nothing_mounted_text("/tmp/empty"))  # doctest: +ELLIPSIS
+    nothing is mounted under /tmp/empty; the container must list the claim under ...
+    """
+    return f"nothing is mounted under {root}; {MOUNT_HINT}"
+
+
+def nothing_mounted(root: str) -> MetadataNotFoundError:
+    """The not-found of a root that exists and has no metadata file in the layout."""
+    return MetadataNotFoundError(nothing_mounted_text(root), path=root)
+
+
+def _missing_root(root: str) -> str:
+    """Why ``root`` cannot be listed: missing, not a directory (saying what it is), unreadable."""
+    try:
+        info = os.stat(root)
+    except FileNotFoundError:
+        return f"the metadata root {root} does not exist, so nothing is mounted here"
+    except (OSError, ValueError) as err:
+        reason = os.strerror(err.errno).lower() if isinstance(err, OSError) and err.errno else err
+        return f"the metadata root {root} cannot be looked at ({reason})"
+    if not stat.S_ISDIR(info.st_mode):
+        what = "a regular file" if stat.S_ISREG(info.st_mode) else "a special file"
+        return (
+            f"the metadata root {root} is {what}, not a directory; --root (or "
+            "DRA_METADATA_ROOT) names the directory that holds resourceclaims/ and "
+            "resourceclaimtemplates/"
+        )
+    return f"the metadata root {root} cannot be listed"
+
+
 def not_found(
     root: str,
     *,
@@ -139,11 +179,7 @@ def _explain(
     """The message and the names it offers instead."""
     lead = _lead(root, kind, claim, base, driver)
     if listing(root) is None:
-        return (
-            f"{lead}: the metadata root {root} does not exist, so nothing is mounted here; "
-            + MOUNT_HINT,
-            [],
-        )
+        return f"{lead}: {_missing_root(root)}; " + MOUNT_HINT, []
     if kind is None or claim is None:
         return _explain_any_claim(root, lead, kind, base, driver)
     claims = listing(os.path.join(root, subdir_of(kind))) or []
@@ -217,7 +253,7 @@ def _explain_claim(
             ordered,
         )
     if not ordered and not others:
-        return f"{lead}: no claim is mounted here; " + MOUNT_HINT, []
+        return f"{lead}: {nothing_mounted_text(root)}", []
     if not ordered:
         return (
             f"{lead}: there is no {_WORD[kind]} here; {_WORD[other]}s here: "
@@ -236,5 +272,5 @@ def _explain_any_claim(
         for claim in listing(os.path.join(root, subdir_of(claim_kind))) or []:
             found.append(f"{_WORD[claim_kind]} {claim}")
     if not found:
-        return f"{lead}: no claim is mounted here; " + MOUNT_HINT, []
+        return f"{lead}: {nothing_mounted_text(root)}", []
     return f"{lead}; mounted here: {_quoted(found)}", found

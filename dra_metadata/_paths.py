@@ -18,7 +18,7 @@ them) raise :class:`InvalidNameError` before any file is touched.
 from __future__ import annotations
 
 import os
-from typing import Final
+from typing import Final, Literal
 
 from ._errors import InvalidNameError
 
@@ -30,6 +30,8 @@ __all__ = [
     "RESOURCE_CLAIMS_SUBDIR",
     "RESOURCE_CLAIM_TEMPLATES_SUBDIR",
     "ROOT_ENV",
+    "ClaimKind",
+    "RootArg",
     "check_path",
     "default_root",
     "request_dir",
@@ -56,7 +58,13 @@ NODE_METADATA_SUBDIR: Final = "dra-device-metadata"
 #: The node-side file name of one request's metadata.
 NODE_METADATA_FILE: Final = "metadata.json"
 
+#: What every ``root`` parameter takes: a path (``str`` or path-like) to read instead of
+#: :data:`CONTAINER_DIR`, or ``None`` for :func:`default_root`.
 RootArg = str | os.PathLike[str] | None
+#: How a pod references a claim, as the layout names it: ``"claim"`` for a ResourceClaim
+#: referenced by name (under :data:`RESOURCE_CLAIMS_SUBDIR`), ``"template"`` for one made
+#: from a ResourceClaimTemplate (under :data:`RESOURCE_CLAIM_TEMPLATES_SUBDIR`).
+ClaimKind = Literal["claim", "template"]
 
 
 def default_root() -> str:

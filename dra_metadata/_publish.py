@@ -16,10 +16,16 @@ a driver that enables device metadata, for drivers written in Python:
 * generations (1 at prepare, one more at every update), the two ways an update
   reaches the file (an atomic replace, as v1.37 writes; a rewrite of the same
   inode, as v1.36 did), and the cleanup at unprepare;
-* crash-safe file writing, which the testing kit uses too.
+* crash-safe file writing, which the testing kit uses too;
+* running as root on a node whose inputs come from whoever creates claims:
+  every directory below the two configured roots is opened, made, re-moded and
+  removed relative to a directory descriptor, never through a link; calls on one
+  claim are serialised by a lock file, and a state file keeps the generations
+  growing across crashes (both in ``<plugin data dir>/dra-metadata-publisher``); what a call
+  accepts is what the readers accept, checked by the readers' own code.
 
 The bytes of a file are :func:`~dra_metadata.encode`'s; names are checked as the
-readers check them, plus the rules CDI has for its names.
+readers check them, as Kubernetes makes them, plus the rules CDI has for its names.
 """
 
 from __future__ import annotations
@@ -28,27 +34,33 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 from ._encode import DEFAULT_VERSIONS, _go_escape, encode
 from ._errors import (
     DecodeError,
-    DRAMetadataError,
     InvalidNameError,
     MetadataNotFoundError,
     PublishError,
     go_quote,
     os_reason,
 )
+from ._formats import (
+    MAX_DRIVER_CHARACTERS,
+    dns1123_label_messages,
+    dns1123_subdomain_messages,
+)
 from ._model import (
+    AttributeInput,
     Device,
     DeviceAttribute,
     DeviceMetadata,
     DeviceMetadataRequest,
     NetworkDeviceData,
     ObjectMeta,
+    to_attribute,
 )
 from ._paths import (
     CONTAINER_DIR,
@@ -59,13 +71,14 @@ from ._paths import (
     resource_claim_file_path,
     resource_claim_template_file_path,
 )
-from ._read import decode_file, read_bytes
+from ._read import DEFAULT_MAX_SIZE, decode_file
 from ._versions import API_VERSIONS, NEWEST
 
 __all__ = [
     "DEFAULT_CDI_DIR",
     "DEFAULT_PLUGINS_DIR",
     "POD_CLAIM_NAME_ANNOTATION",
+    "PUBLISHER_STATE_SUBDIR",
     "ClaimRef",
     "MetadataPublisher",
     "UpdateMode",
@@ -81,6 +94,11 @@ DEFAULT_PLUGINS_DIR: Final = "/var/lib/kubelet/plugins"
 #: The ResourceClaim annotation naming the pod's claim, set on claims made from a template.
 POD_CLAIM_NAME_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
 
+#: The subdirectory of the plugin data directory where the publisher keeps, per claim,
+#: its lock file (``<namespace>_<claim>.lock``) and state file (``<namespace>_<claim>.state``):
+#: a sibling of ``dra-device-metadata``, where no reader and no CDI spec looks.
+PUBLISHER_STATE_SUBDIR: Final = "dra-metadata-publisher"
+
 #: How :meth:`MetadataPublisher.update` rewrites a file: ``"replace"`` writes a temporary
 #: file and renames it over the old one (Go v1.37: atomic, a new inode); ``"in-place"``
 #: truncates and writes the same inode (Go v1.36: running containers see it).
@@ -91,6 +109,11 @@ _FILE_MODE: Final = 0o644
 _DIR_MODE: Final = 0o755
 _CDI_CLASS: Final = "metadata"
 _CDI_SUFFIX: Final = ".json"
+_LOCK_SUFFIX: Final = ".lock"
+_STATE_SUFFIX: Final = ".state"
+_TEMP_SUFFIX: Final = ".tmp"
+_INT64_MAX: Final = 2**63 - 1
+_FALLOC_FL_KEEP_SIZE: Final = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,16 +124,22 @@ class ClaimRef:
     ``resource.kubernetes.io/pod-claim-name`` annotation (the claim's name in the
     pod spec), set when the claim was made from a ResourceClaimTemplate; ``None``
     when the annotation is absent. Every name is checked as the readers check
-    names (:class:`~dra_metadata.InvalidNameError`).
+    names (:class:`~dra_metadata.InvalidNameError`); the publisher's calls also
+    refuse names Kubernetes cannot give (DNS labels and subdomains, no ``_``).
 
     >>> claim = ClaimRef(name="pod-gpu-x7k2p", namespace="ml", uid="c7e7", pod_claim_name="gpu")
     >>> claim.directory, claim.from_template
     ('ml_pod-gpu-x7k2p', True)
     """
 
+    #: The ResourceClaim's name.
     name: str
+    #: The ResourceClaim's namespace.
     namespace: str
+    #: The ResourceClaim's UID.
     uid: str
+    #: The claim's name in the pod spec (its ``resource.kubernetes.io/pod-claim-name``
+    #: annotation) when it was made from a template; ``None`` otherwise.
     pod_claim_name: str | None = None
 
     def __post_init__(self) -> None:
@@ -155,19 +184,27 @@ class ClaimRef:
         return bool(self.pod_claim_name)
 
 
+class _NameRefused(InvalidNameError, PublishError):
+    """A name no Kubernetes object can have, refused by the publisher (both error kinds)."""
+
+
 class MetadataPublisher:
     """Writes a driver's device metadata on the node as the Go kubelet plugin does (v1.37).
 
     ``plugin_data_dir`` defaults to ``/var/lib/kubelet/plugins/<driver>``,
     ``cdi_dir`` to ``/var/run/cdi`` (both made absolute: a CDI mount needs an
-    absolute host path). ``versions`` are the API versions every file holds, in
-    that order; as in Go, they must be named, be ones this library writes, and
-    include ``v1beta1`` (:class:`~dra_metadata.PublishError` otherwise).
+    absolute host path). ``driver`` must be a lower-case DNS subdomain of at most
+    63 characters that is also a valid CDI vendor. ``versions`` are the API
+    versions every file holds, in that order; as in Go, they must be named, be
+    ones this library writes, and include ``v1beta1``
+    (:class:`~dra_metadata.PublishError` otherwise).
 
     Call :meth:`prepare` for each request of a claim that got devices (at
     ``NodePrepareResources``) and hand the CDI device name it returns to the
     kubelet; :meth:`update` when data known only later (network) is there;
-    :meth:`unprepare` at ``NodeUnprepareResources``.
+    :meth:`unprepare` at ``NodeUnprepareResources``. Calls on one claim are
+    serialised across threads and processes by a lock file, and what a call
+    accepts is what every reader accepts (see docs/driver.md).
 
     >>> import tempfile, dra_metadata as dm
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -175,8 +212,7 @@ class MetadataPublisher:
     ...                                cdi_dir=f"{tmp}/cdi")
     ...     claim = dm.ClaimRef(name="pod0-gpu-x", namespace="ml", uid="c7e7",
     ...                         pod_claim_name="gpu")
-    ...     uuid = dm.DeviceAttribute(string="GPU-1")
-    ...     gpu = pub.device("worker-0", "gpu-0", attributes={"uuid": uuid})
+    ...     gpu = pub.device("worker-0", "gpu-0", attributes={"uuid": "GPU-1", "index": 0})
     ...     print(pub.prepare(claim, "gpu", [gpu]))
     ...     print(pub.update(claim, "gpu", [gpu], mode="in-place").metadata.generation)
     ...     pub.unprepare(claim)
@@ -193,6 +229,7 @@ class MetadataPublisher:
         versions: Iterable[str] = DEFAULT_VERSIONS,
     ) -> None:
         check_name("driver", driver)
+        _check_dns("driver", driver, subdomain=True, limit=MAX_DRIVER_CHARACTERS)
         _check_cdi_vendor(driver)
         self.driver: Final = driver
         if plugin_data_dir is None:
@@ -225,6 +262,24 @@ class MetadataPublisher:
         """
         return os.path.join(self.claim_dir(claim), request_base(request), NODE_METADATA_FILE)
 
+    def lock_path(self, claim: ClaimRef) -> str:
+        """The lock file that serialises calls on ``claim``: ``<state dir>/<ns>_<claim>.lock``.
+
+        It sits in ``dra-metadata-publisher`` in the plugin data directory,
+        where neither readers nor container engines look, and exists while a call
+        runs or the claim is prepared.
+        """
+        name = f"{_claim(claim).directory}{_LOCK_SUFFIX}"
+        return os.path.join(self.plugin_data_dir, PUBLISHER_STATE_SUBDIR, name)
+
+    def state_path(self, claim: ClaimRef) -> str:
+        """The file that keeps ``claim``'s highest generations: ``<state dir>/<ns>_<claim>.state``.
+
+        Written atomically before each metadata file, removed by :meth:`unprepare`.
+        """
+        name = f"{_claim(claim).directory}{_STATE_SUFFIX}"
+        return os.path.join(self.plugin_data_dir, PUBLISHER_STATE_SUBDIR, name)
+
     def container_path(self, claim: ClaimRef, request: str) -> str:
         """Where containers read the file: the CDI mount's ``containerPath``.
 
@@ -254,10 +309,12 @@ class MetadataPublisher:
         """
         return f"{self.driver}/{_CDI_CLASS}={self.cdi_device_name(claim, request)}"
 
+    def _cdi_spec_name(self, claim: ClaimRef, request: str) -> str:
+        return f"{self.driver}_{_CDI_CLASS}_{self.cdi_device_name(claim, request)}{_CDI_SUFFIX}"
+
     def cdi_spec_path(self, claim: ClaimRef, request: str) -> str:
         """The CDI spec file of ``request``: ``<cdi dir>/<driver>_metadata_<uid>_<base>.json``."""
-        name = f"{self.driver}_{_CDI_CLASS}_{self.cdi_device_name(claim, request)}{_CDI_SUFFIX}"
-        return os.path.join(self.cdi_dir, name)
+        return os.path.join(self.cdi_dir, self._cdi_spec_name(claim, request))
 
     def cdi_spec(self, claim: ClaimRef, request: str) -> dict[str, Any]:
         """The CDI spec :meth:`prepare` writes for ``request``, as a dict.
@@ -283,6 +340,9 @@ class MetadataPublisher:
             "cdiVersion": _cdi_version(name),
             "kind": f"{self.driver}/{_CDI_CLASS}",
             "devices": [{"name": name, "containerEdits": {"mounts": [mount]}}],
+            # Go writes the CDI library's Spec type, whose top-level containerEdits is a
+            # struct: omitempty never drops it, so every Go spec ends with it, empty.
+            "containerEdits": {},
         }
 
     # --- building -----------------------------------------------------------------------
@@ -292,21 +352,43 @@ class MetadataPublisher:
         pool: str,
         name: str,
         *,
-        attributes: Mapping[str, DeviceAttribute] | None = None,
+        attributes: Mapping[str, AttributeInput] | None = None,
         network_data: NetworkDeviceData | None = None,
     ) -> Device:
         """A :class:`~dra_metadata.Device` of this driver, to pass to :meth:`prepare`.
 
-        >>> MetadataPublisher("gpu.example.com").device("worker-0", "gpu-0")
-        Device(driver='gpu.example.com', pool='worker-0', name='gpu-0')
+        Attributes may be plain values, converted as the testing kit converts them
+        (:func:`~dra_metadata.testing.to_attribute`: ``"GPU-1"`` a string, ``0`` an
+        int, ``True`` a bool), or :class:`~dra_metadata.DeviceAttribute`. What no
+        reader would accept is refused here: ``TypeError`` for a value of no
+        attribute kind, :class:`~dra_metadata.PublishError` for the rest (an int
+        outside int64, a device that does not validate or lint clean).
+
+        >>> pub = MetadataPublisher("gpu.example.com")
+        >>> pub.device("worker-0", "gpu-0", attributes={"n": 1}).attributes
+        {'n': DeviceAttribute(int=1)}
         """
-        return Device(
-            self.driver,
-            pool,
-            name,
-            attributes=dict(attributes or {}),
-            network_data=network_data,
+        converted: dict[str, DeviceAttribute] = {}
+        if attributes is not None and not isinstance(attributes, Mapping):
+            raise TypeError(f"attributes must be a mapping, not {type(attributes).__name__}")
+        for key, value in (attributes or {}).items():
+            if not isinstance(key, str):
+                raise TypeError(f"attribute names must be strings, not {type(key).__name__}")
+            try:
+                converted[key] = to_attribute(value)
+            except ValueError as err:
+                raise PublishError(f"attribute {key!r} of device {pool}/{name}: {err}") from None
+        if network_data is not None and not isinstance(network_data, NetworkDeviceData):
+            raise TypeError(
+                f"network_data must be a NetworkDeviceData, not {type(network_data).__name__}"
+            )
+        device = Device(self.driver, pool, name, attributes=converted, network_data=network_data)
+        probe = DeviceMetadata(
+            metadata=ObjectMeta(name="probe", namespace="probe", uid="probe", generation=1),
+            requests=(DeviceMetadataRequest("probe", (device,)),),
         )
+        self._accept(probe, f"device {pool!r}/{name!r}")
+        return device
 
     def metadata(
         self,
@@ -354,21 +436,74 @@ class MetadataPublisher:
         except (TypeError, ValueError) as err:
             raise PublishError(f"encode metadata: {err}") from err
 
+    def _accept(self, md: DeviceMetadata, what: str) -> bytes:
+        """The bytes of ``md``, if every reader takes them as they are; else PublishError.
+
+        The readers' own answers: the size limit of :func:`~dra_metadata.read_file`,
+        :func:`~dra_metadata.decode` (which must give back ``md``, and
+        :func:`~dra_metadata.encode` of that the same bytes),
+        :func:`~dra_metadata.validate` and :func:`~dra_metadata.lint`.
+        """
+        from ._decode import decode
+        from ._lint import lint
+        from ._validate import validate
+
+        data = self._encode(md)
+        if len(data) > DEFAULT_MAX_SIZE:
+            raise PublishError(
+                f"{what}: the file would be {len(data)} bytes; readers refuse files over "
+                f"{DEFAULT_MAX_SIZE} bytes"
+            )
+        try:
+            decoded = decode(data)
+        except DecodeError as err:
+            raise PublishError(f"{what}: readers could not decode the file: {err}") from None
+        if decoded.wire_body() != md.wire_body() or self._encode(decoded) != data:
+            raise PublishError(
+                f"{what}: the file would not read back as given (a string that is not valid "
+                "UTF-8, such as a lone surrogate, or a value of the wrong kind)"
+            )
+        errors = validate(decoded)
+        if errors:
+            raise PublishError(f"{what}: readers would refuse the file: {errors[0]}")
+        problems = lint(data)
+        if problems:
+            first = problems[0]
+            raise PublishError(f"{what}: lint finds {first.code} at {first.field}: {first.message}")
+        return data
+
+    def _checked(self, claim: ClaimRef, request: str | None = None) -> tuple[ClaimRef, str]:
+        """``claim`` and ``request``'s base, if Kubernetes could have made them; else refused."""
+        claim = _claim(claim)
+        _check_dns("claim", claim.name, subdomain=True)
+        _check_dns("namespace", claim.namespace)
+        _check_dns("claim UID", claim.uid)
+        if claim.pod_claim_name:
+            _check_dns("pod claim", claim.pod_claim_name)
+        if request is None:
+            return claim, ""
+        base = request_base(request)
+        _check_dns("request", base)
+        if "/" in request:
+            _check_dns("subrequest", request.partition("/")[2])
+        return claim, base
+
     # --- the three calls ------------------------------------------------------------------
 
     def prepare(self, claim: ClaimRef, request: str, devices: Iterable[Device]) -> str:
-        """Write ``request``'s metadata file (generation 1) and its CDI spec; return the CDI device.
+        """Write ``request``'s metadata file and its CDI spec; return the CDI device.
 
         ``request`` is the request's full name (``gpu`` or ``gpu/high-memory``);
-        the file is the base request's. Both files are replaced atomically, so a
-        second prepare of the same request starts again at generation 1, as in Go.
-        A request needs at least one device: the Go library writes no file for a
-        request without devices.
+        the file is the base request's. Both files are replaced atomically. The
+        generation is 1, or, when the claim is still prepared (a second prepare
+        after a kubelet restart, or after a failed update), one more than any it
+        has had. A request needs at least one device: the Go library writes no
+        file for a request without devices.
 
         Returns ``<driver>/metadata=<claim uid>_<base request>``, the name to add
         to the CDI device IDs the driver returns to the kubelet.
         """
-        claim = _claim(claim)
+        claim, base = self._checked(claim, request)
         cdi_device = self.cdi_device(claim, request)
         listed = self._devices(devices)
         if not listed:
@@ -376,9 +511,16 @@ class MetadataPublisher:
                 f"request {go_quote(request)} of claim {claim.namespace}/{claim.name} has no "
                 "devices: the kubelet plugin writes no metadata for such a request"
             )
-        data = self._encode(self.metadata(claim, request, listed))
-        self._write_metadata(claim, request, data, "replace")
-        self._write_cdi_spec(claim, request)
+        what = f"prepare {claim.namespace}/{claim.name} request {go_quote(request)}"
+        data = self._accept(self.metadata(claim, request, listed), what)
+        with self._locked(claim, "prepare") as state:
+            generation = state.generation(base) + 1
+            if generation != 1:
+                md = self.metadata(claim, request, listed, generation=_next(generation, what))
+                data = self._accept(md, what)
+            state.record(base, generation, claim.pod_claim_name)
+            self._write_metadata(claim, request, data, "replace")
+            self._write_cdi_spec(claim, request)
         return cdi_device
 
     def update(
@@ -394,85 +536,221 @@ class MetadataPublisher:
         For data known only after prepare, typically network data at the NRI
         ``RunPodSandbox`` hook. The whole stream is written again (the device list
         is replaced, not merged); ``podClaimName`` stays what the file had, as in Go.
+        The generation is one more than the highest the request has had since it
+        was prepared (kept in :meth:`state_path`), so an update after a crash that
+        left the file empty still goes up.
 
         ``mode="replace"`` (the default, as Go v1.37) renames a new file over the
         old: atomic, but a container already running keeps seeing the old file.
         ``mode="in-place"`` (as Go v1.36) truncates and writes the same inode:
         running containers see it, and a reader can catch it half written.
 
-        Raises :class:`~dra_metadata.MetadataNotFoundError` when the request was
-        not prepared, :class:`~dra_metadata.DecodeError` when its file does not decode.
+        Raises :class:`~dra_metadata.MetadataNotFoundError` when the request is
+        not prepared (also when :meth:`unprepare` won the race), and
+        :class:`~dra_metadata.DecodeError` when a file written before the
+        publisher kept its state does not decode.
         """
         if mode not in _UPDATE_MODES:
             raise PublishError(f"mode must be one of {', '.join(_UPDATE_MODES)}, not {mode!r}")
-        claim = _claim(claim)
+        claim, base = self._checked(claim, request)
         listed = self._devices(devices)
+        what = f"update {claim.namespace}/{claim.name} request {go_quote(request)}"
+        self._accept(self.metadata(claim, request, listed), what)
         path = self.metadata_path(claim, request)
-        try:
-            existing = read_bytes(path)
-        except MetadataNotFoundError:
-            raise MetadataNotFoundError(
-                f"request {go_quote(request)} not found in prepared claim "
-                f"{claim.namespace}/{claim.name}",
-                path=path,
-            ) from None
-        except DRAMetadataError as err:
-            raise PublishError(f"read metadata file: {err}", path=path) from err
-        try:
-            previous = decode_file(path, existing)
-        except DecodeError as err:
-            raise DecodeError(f"decode existing metadata: {err}", path=path) from None
-        md = self.metadata(
-            claim,
-            request,
-            listed,
-            generation=previous.metadata.generation + 1,
-            pod_claim_name=previous.pod_claim_name,
-        )
-        self._write_metadata(claim, request, self._encode(md), mode)
+        with self._locked(claim, "update") as state:
+            found = self._existing(claim, base, path)
+            if found is None:
+                raise MetadataNotFoundError(
+                    f"request {go_quote(request)} not found in prepared claim "
+                    f"{claim.namespace}/{claim.name}",
+                    path=path,
+                )
+            try:
+                previous: DeviceMetadata | None = decode_file(path, found)
+            except DecodeError as err:
+                if base not in state.requests:  # nothing else says where it was
+                    raise DecodeError(f"decode existing metadata: {err}", path=path) from None
+                previous = None  # empty or torn (an in-place write cut short): the state says
+            if base in state.requests:
+                generation, pod_claim_name = state.requests[base]
+                if previous is not None:  # another writer went further: go on above it
+                    generation = max(generation, previous.metadata.generation)
+            else:  # written before the publisher kept state: the file says
+                assert previous is not None
+                generation = previous.metadata.generation
+                pod_claim_name = previous.pod_claim_name
+            md = self.metadata(
+                claim,
+                request,
+                listed,
+                generation=_next(generation + 1, what),
+                pod_claim_name=pod_claim_name,
+            )
+            data = self._accept(md, what)
+            state.record(base, generation + 1, pod_claim_name)
+            self._write_metadata(claim, request, data, mode)
         return md
 
     def unprepare(self, claim: ClaimRef) -> None:
         """Remove every metadata file of ``claim``, their directories, and their CDI specs.
 
+        Only what this publisher writes is removed: ``<request>/metadata.json``
+        files, their directories, the claim's directory, the CDI specs
+        ``<driver>_metadata_<uid>_<request>.json``, temporaries of interrupted
+        writes, and the claim's state. Anything else found in the claim's
+        directory is left and named in a :class:`~dra_metadata.PublishError`.
         Removing what is not there is no error, so calling it twice is fine.
         """
-        claim = _claim(claim)
-        directory = self.claim_dir(claim)
-        try:
-            _remove_tree(directory)
-        except OSError as err:
+        claim, _ = self._checked(claim)
+        with self._locked(claim, "unprepare", create=False) as state:
+            left = self._remove_claim_files(claim)
+            self._clean_cdi(claim, specs=True)
+            state.forget()
+        if left:
             raise PublishError(
-                f"clean up device metadata: remove {directory}: {os_reason(err)}", path=directory
-            ) from err
+                f"clean up device metadata: left {', '.join(left)}: not written by this publisher",
+                path=left[0],
+            )
+
+    # --- the lock and the state ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self, claim: ClaimRef, what: str, *, create: bool = True) -> Iterator[_State]:
+        """Hold ``claim``'s lock (created if needed) and yield its state; clean temporaries."""
+        import fcntl
+
+        root = _Dir.open_root(self.plugin_data_dir, what, create=create)
+        if root is None:  # nothing was ever written here (unprepare only)
+            self._clean_cdi(claim, specs=False)
+            yield _State(None, claim, what)
+            return
+        with root, _made(root.child(PUBLISHER_STATE_SUBDIR, create=True)) as own:
+            name = f"{claim.directory}{_LOCK_SUFFIX}"
+            while True:
+                fd = own.open_file(name, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    if own.same_file(name, fd):
+                        break
+                except BaseException:
+                    os.close(fd)
+                    raise
+                os.close(fd)  # unlinked by the holder we waited for: take the new one
+            state: _State | None = None
+            try:
+                state = _State(own, claim, what)
+                own.remove_temporaries(f"{claim.directory}{_STATE_SUFFIX}")
+                self._clean_requests(claim, what)
+                self._clean_cdi(claim, specs=False)
+                yield state
+            finally:
+                try:
+                    if state is None or not state.stored:
+                        own.unlink(name)
+                finally:
+                    os.close(fd)
+
+    def _existing(self, claim: ClaimRef, base: str, path: str) -> bytes | None:
+        """The bytes of ``base``'s file (None when it or a directory is missing)."""
+        found = self._request_dir(claim, base, "update", create=False)
+        if found is None:
+            return None
+        with found:
+            return found.read(NODE_METADATA_FILE)
+
+    def _request_dir(self, claim: ClaimRef, base: str, what: str, *, create: bool) -> _Dir | None:
+        claim_dir = self._claim_dir(claim, what, create=create)
+        if claim_dir is None:
+            return None
+        with claim_dir:
+            return claim_dir.child(base, create=create)
+
+    def _claim_dir(self, claim: ClaimRef, what: str, *, create: bool) -> _Dir | None:
+        root = _Dir.open_root(self.plugin_data_dir, what, create=create)
+        if root is None:
+            return None
+        with root:
+            top = root.child(NODE_METADATA_SUBDIR, create=create)
+        if top is None:
+            return None
+        with top:
+            return top.child(claim.directory, create=create)
+
+    def _clean_requests(self, claim: ClaimRef, what: str) -> None:
+        """Remove temporaries of interrupted writes in the claim's request directories."""
+        claim_dir = self._claim_dir(claim, what, create=False)
+        if claim_dir is None:
+            return
+        with claim_dir:
+            for name in claim_dir.names():
+                if not _is_label(name):
+                    continue
+                request_dir = claim_dir.child(name, create=False, strict=False)
+                if request_dir is not None:
+                    with request_dir:
+                        request_dir.remove_temporaries(NODE_METADATA_FILE)
+
+    def _clean_cdi(self, claim: ClaimRef, *, specs: bool) -> None:
+        """Remove the claim's CDI temporaries (and, with ``specs``, its spec files)."""
+        what = "clean up device metadata"
+        cdi = _Dir.open_root(self.cdi_dir, what, create=False)
+        if cdi is None:
+            return
         prefix = f"{self.driver}_{_CDI_CLASS}_{claim.uid}_"
-        try:
-            names = os.listdir(self.cdi_dir)
-        except FileNotFoundError:
-            names = []
-        except OSError as err:
-            raise PublishError(
-                f"clean up device metadata: list {self.cdi_dir}: {os_reason(err)}",
-                path=self.cdi_dir,
-            ) from err
-        for name in sorted(names):
-            # Go removes what the pattern <driver>_metadata_<uid>_*.json matches.
-            if name.startswith(prefix) and name.endswith(_CDI_SUFFIX):
-                _remove_file(os.path.join(self.cdi_dir, name), "clean up device metadata")
+        with cdi:
+            for name in cdi.names():
+                spec = name[1:].partition(f"{_CDI_SUFFIX}.")[0] + _CDI_SUFFIX
+                if name.startswith(".") and name.endswith(".tmp"):
+                    if _is_spec_name(spec, prefix):
+                        cdi.remove_temporaries(spec)
+                elif specs and _is_spec_name(name, prefix):
+                    # Go removes what <driver>_metadata_<uid>_*.json matches; a directory
+                    # or link of that name was not written here and stays.
+                    cdi.unlink_regular(name)
+
+    def _remove_claim_files(self, claim: ClaimRef) -> list[str]:
+        """Remove the claim's metadata files and directories; return what else was there."""
+        what = "clean up device metadata"
+        left: list[str] = []
+        claim_dir = self._claim_dir(claim, what, create=False)
+        if claim_dir is None:
+            return left
+        with claim_dir:
+            for name in claim_dir.names():
+                request_dir = claim_dir.child(name, create=False, strict=False)
+                if request_dir is None or not _is_label(name):
+                    if request_dir is not None:
+                        request_dir.close()
+                    left.append(os.path.join(claim_dir.path, name))
+                    continue
+                with request_dir:
+                    request_dir.remove_temporaries(NODE_METADATA_FILE)
+                    request_dir.unlink_regular(NODE_METADATA_FILE)
+                    others = [os.path.join(request_dir.path, n) for n in request_dir.names()]
+                if others:
+                    left.extend(others)
+                else:
+                    claim_dir.rmdir(name)
+            if not left:
+                claim_dir.remove_self()
+        return left
 
     # --- writing (also used by the testing kit) -------------------------------------------------
 
     def _write_metadata(self, claim: ClaimRef, request: str, data: bytes, mode: UpdateMode) -> str:
         """Write the bytes of ``request``'s node file, directories first (internal)."""
         path = self.metadata_path(claim, request)
-        _make_dirs_for(path, "create metadata directory")
-        try:
+        claim = _claim(claim)
+        request_dir = self._request_dir(
+            claim, request_base(request), "create metadata directory", create=True
+        )
+        assert request_dir is not None  # created
+        with request_dir:
+            request_dir.what = "write metadata file"
             if mode == "in-place":
-                rewrite_in_place(path, data)
+                request_dir.rewrite(NODE_METADATA_FILE, data)
             else:
-                replace_file(path, data)
-        except OSError as err:
-            raise PublishError(f"write metadata file: {_describe(err, path)}", path=path) from err
+                request_dir.replace(NODE_METADATA_FILE, data)
         return path
 
     def _write_cdi_spec(self, claim: ClaimRef, request: str) -> str:
@@ -482,25 +760,95 @@ class MetadataPublisher:
         spec = self.cdi_spec(claim, request)
         path = self.cdi_spec_path(claim, request)
         data = _go_escape(json.dumps(spec, indent=2, ensure_ascii=False)).encode("utf-8")
-        _make_dirs_for(path, "create CDI directory")
-        try:
-            replace_file(path, data)
-        except OSError as err:
-            raise PublishError(f"write CDI spec file: {_describe(err, path)}", path=path) from err
+        cdi = _Dir.open_root(self.cdi_dir, "create CDI directory", create=True)
+        assert cdi is not None  # created
+        with cdi:
+            cdi.what = "write CDI spec file"
+            cdi.replace(self._cdi_spec_name(claim, request), data)
         return path
 
     def _remove_request(self, claim: ClaimRef, request: str) -> None:
         """Remove one request's file, directory and CDI spec; the claim's directory if empty."""
-        path = self.metadata_path(claim, request)
+        what = "clean up device metadata"
+        claim = _claim(claim)
+        claim_dir = self._claim_dir(claim, what, create=False)
+        if claim_dir is not None:
+            with claim_dir:
+                base = request_base(request)
+                request_dir = claim_dir.child(base, create=False)
+                if request_dir is not None:
+                    with request_dir:
+                        request_dir.unlink_regular(NODE_METADATA_FILE)
+                    claim_dir.rmdir(base)
+                if not claim_dir.names():
+                    claim_dir.remove_self()
+        cdi = _Dir.open_root(self.cdi_dir, what, create=False)
+        if cdi is not None:
+            with cdi:
+                cdi.unlink_regular(self._cdi_spec_name(claim, request))
+
+
+class _State:
+    """A claim's state file, read under its lock: the highest generation of each request."""
+
+    def __init__(self, own: _Dir | None, claim: ClaimRef, what: str) -> None:
+        self._own = own
+        self._name = f"{claim.directory}{_STATE_SUFFIX}"
+        #: base request -> (highest generation written or about to be, podClaimName written)
+        self.requests: dict[str, tuple[int, str | None]] = {}
+        self.stored = False
+        data = None if own is None else own.read(self._name)
+        if data is None:
+            return
+        import json
+
         try:
-            _remove_tree(os.path.dirname(path))
-        except OSError as err:
+            loaded = json.loads(data)
+            self.requests = {
+                str(base): (int(entry["generation"]), entry.get("podClaimName"))
+                for base, entry in loaded["requests"].items()
+            }
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            path = os.path.join(own.path, self._name) if own else self._name
             raise PublishError(
-                f"clean up device metadata: remove {path}: {os_reason(err)}", path=path
-            ) from err
-        _remove_file(self.cdi_spec_path(claim, request), "clean up device metadata")
-        with contextlib.suppress(OSError):  # other requests are still there, or it is gone
-            os.rmdir(self.claim_dir(claim))
+                f"{what}: {path}: not a state file this publisher wrote: {err}", path=path
+            ) from None
+        self.stored = True
+
+    def generation(self, base: str) -> int:
+        """The highest generation ``base`` has had while prepared (0: none)."""
+        return self.requests.get(base, (0, None))[0]
+
+    def record(self, base: str, generation: int, pod_claim_name: str | None) -> None:
+        """Keep ``generation`` as ``base``'s highest, crash-safely, before its file is written."""
+        import json
+
+        assert self._own is not None
+        self.requests[base] = (generation, pod_claim_name)
+        body = {
+            "requests": {
+                name: {"generation": gen, "podClaimName": pcn}
+                for name, (gen, pcn) in sorted(self.requests.items())
+            }
+        }
+        self._own.replace(self._name, (json.dumps(body) + "\n").encode("utf-8"), mode=0o600)
+        self.stored = True
+
+    def forget(self) -> None:
+        """Remove the state (unprepare: the next prepare starts at generation 1)."""
+        if self._own is not None:
+            self._own.unlink_regular(self._name)
+        self.requests = {}
+        self.stored = False
+
+
+def _next(generation: int, what: str) -> int:
+    if generation > _INT64_MAX:
+        raise PublishError(
+            f"{what}: the generation would pass the int64 limit ({_INT64_MAX}); "
+            "unprepare the claim to start again at 1"
+        )
+    return generation
 
 
 # --- checks -----------------------------------------------------------------------------------
@@ -510,6 +858,30 @@ def _claim(claim: object) -> ClaimRef:
     if not isinstance(claim, ClaimRef):
         raise PublishError(f"claim must be a ClaimRef, not {claim!r}")
     return claim
+
+
+def _check_dns(kind: str, name: str, *, subdomain: bool = False, limit: int | None = None) -> None:
+    """Refuse a name Kubernetes cannot give: a DNS-1123 label, or subdomain, lower case."""
+    check_name(kind, name)
+    messages = dns1123_subdomain_messages(name) if subdomain else dns1123_label_messages(name)
+    if limit is not None and len(name) > limit:
+        messages.insert(0, f"must be no more than {limit} characters")
+    if messages:
+        form = "a lower-case DNS subdomain" if subdomain else "a lower-case DNS label"
+        raise _NameRefused(
+            f"{kind} name {name!r} is not one Kubernetes gives ({form}): {'; '.join(messages)}"
+        )
+
+
+def _is_label(name: str) -> bool:
+    return not dns1123_label_messages(name)
+
+
+def _is_spec_name(name: str, prefix: str) -> bool:
+    """Whether ``name`` is ``<prefix><request>.json``, a spec this publisher writes."""
+    if not (name.startswith(prefix) and name.endswith(_CDI_SUFFIX)):
+        return False
+    return _is_label(name[len(prefix) : -len(_CDI_SUFFIX)])
 
 
 def _check_versions(versions: Iterable[str]) -> tuple[str, ...]:
@@ -527,6 +899,11 @@ def _check_versions(versions: Iterable[str]) -> tuple[str, ...]:
     if NEWEST not in chosen:
         raise PublishError(
             f"the latest metadata version is {NEWEST} and must be enabled explicitly"
+        )
+    if list(chosen) != sorted(chosen, key=API_VERSIONS.index):
+        raise PublishError(
+            f"metadata versions must be listed newest first ({', '.join(API_VERSIONS)}): "
+            "readers take the first version they know, and lint (DRA105) refuses another order"
         )
     return chosen
 
@@ -546,7 +923,7 @@ def _check_cdi_vendor(driver: str) -> None:
         or not _is_alnum(driver[-1])
         or not all(_is_alnum(c) or c in "-_." for c in driver)
     ):
-        raise InvalidNameError(
+        raise _NameRefused(
             f"driver name {driver!r} cannot be the vendor of a CDI kind: it must start with a "
             "letter, end with a letter or digit, and hold only letters, digits, '-', '_' and '.'"
         )
@@ -575,7 +952,10 @@ def _cdi_version(device_name: str) -> str:
     return "0.3.0" if _is_letter(device_name[0]) else "0.5.0"
 
 
-# --- files ------------------------------------------------------------------------------------
+# --- files, relative to directories opened without following links ---------------------------
+
+_O_DIR: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_O_NOFOLLOW_DIR: Final = _O_DIR | os.O_NOFOLLOW
 
 
 def _describe(err: OSError, path: str) -> str:
@@ -583,30 +963,339 @@ def _describe(err: OSError, path: str) -> str:
     return f"{path}: {os_reason(err)}"
 
 
+class _Dir:
+    """An open directory, the path it was reached by, and what the caller is doing.
+
+    Every child is opened relative to it with ``O_NOFOLLOW | O_DIRECTORY``, every
+    file created, replaced, read, re-moded and removed relative to it: a link or
+    a swapped path can never lead a call outside the directories it started from.
+    A failure is a :class:`PublishError` ``<what>: <path>: <reason>``.
+    """
+
+    def __init__(self, fd: int, path: str, what: str) -> None:
+        self.fd = fd
+        self.path = path
+        self.what = what
+        self._parent: tuple[int, str] | None = None
+
+    def __enter__(self) -> _Dir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the descriptor (and the parent's kept for :meth:`remove_self`)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if self._parent is not None:
+            os.close(self._parent[0])
+            self._parent = None
+
+    def _fail(self, err: OSError, name: str | None = None) -> PublishError:
+        path = self.path if name is None else os.path.join(self.path, name)
+        return PublishError(f"{self.what}: {_describe(err, path)}", path=path)
+
+    def _refuse(self, name: str, reason: str) -> PublishError:
+        path = os.path.join(self.path, name)
+        return PublishError(
+            f"{self.what}: {path}: {reason}: refused, nothing is written, read or removed "
+            "through it",
+            path=path,
+        )
+
+    @classmethod
+    def open_root(cls, root: str, what: str, *, create: bool) -> _Dir | None:
+        """One of the configured roots (links in it followed, as the operator set them)."""
+        try:
+            try:
+                fd = os.open(root, _O_DIR)
+            except FileNotFoundError:
+                if not create:
+                    return None
+                make_dirs(root)
+                fd = os.open(root, _O_DIR)
+        except OSError as err:
+            raise PublishError(f"{what}: {_describe(err, root)}", path=root) from err
+        return cls(fd, root, what)
+
+    def child(self, name: str, *, create: bool, strict: bool = True) -> _Dir | None:
+        """The subdirectory ``name`` (made 0755 when missing and ``create``), or None.
+
+        A link or another kind of file where the directory belongs is refused
+        (``strict``), or is None (not ``strict``).
+        """
+        try:
+            fd = _open_dir_at(self.fd, name, create=create)
+        except NotADirectoryError as err:
+            if not strict:
+                return None
+            raise self._refuse(name, "not a directory (a link or another file)") from err
+        except OSError as err:
+            raise self._fail(err, name) from err
+        if fd is None:
+            return None
+        found = _Dir(fd, os.path.join(self.path, name), self.what)
+        found._parent = (os.dup(self.fd), name)
+        return found
+
+    def names(self) -> list[str]:
+        """The names in the directory, sorted."""
+        try:
+            return sorted(os.listdir(self.fd))
+        except OSError as err:
+            raise self._fail(err) from err
+
+    def lstat(self, name: str) -> os.stat_result | None:
+        """``name``'s own status (a link not followed), or None when missing."""
+        try:
+            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise self._fail(err, name) from err
+
+    def _check_target(self, name: str, info: os.stat_result | None) -> None:
+        if info is None:
+            return
+        if not stat.S_ISREG(info.st_mode):
+            raise self._refuse(name, "not a regular file (a link, directory or device)")
+        if info.st_nlink > 1:
+            raise self._refuse(name, f"a file with {info.st_nlink} links (a hard link)")
+
+    def open_file(self, name: str, flags: int, mode: int = _FILE_MODE) -> int:
+        """Open a regular file with one link, never through a link, never blocking on a FIFO."""
+        try:
+            fd = os.open(
+                name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=self.fd
+            )
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise self._refuse(name, "a link") from err
+            raise self._fail(err, name) from err
+        try:
+            self._check_target(name, os.fstat(fd))
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def same_file(self, name: str, fd: int) -> bool:
+        """Whether ``name`` is still the file open as ``fd``."""
+        info = self.lstat(name)
+        mine = os.fstat(fd)
+        return info is not None and (info.st_dev, info.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def read(self, name: str) -> bytes | None:
+        """The bytes of the regular file ``name`` (None when missing), up to the readers' limit."""
+        try:
+            fd = self.open_file(name, os.O_RDONLY)
+        except PublishError as err:
+            if isinstance(err.__cause__, FileNotFoundError):
+                return None
+            raise
+        try:
+            chunks: list[bytes] = []
+            size = 0
+            while size <= DEFAULT_MAX_SIZE:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError as err:
+            raise self._fail(err, name) from err
+        finally:
+            os.close(fd)
+        raise self._refuse(name, f"larger than the readers' limit of {DEFAULT_MAX_SIZE} bytes")
+
+    def replace(self, name: str, data: bytes, *, mode: int = _FILE_MODE) -> None:
+        """Replace ``name`` atomically: a temporary ``.<name>.<random>.tmp``, fsync, rename."""
+        self._check_target(name, self.lstat(name))
+        temp = f".{name}.{os.urandom(4).hex()}{_TEMP_SUFFIX}"
+        try:
+            try:
+                fd = os.open(
+                    temp,
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    mode,
+                    dir_fd=self.fd,
+                )
+            except OSError as err:
+                raise self._fail(err, name) from err
+            try:
+                _write_all(fd, data)
+                os.fchmod(fd, mode)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=self.fd)
+            raise self._fail(err, name) from err
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=self.fd)
+            raise
+        try:
+            os.fsync(self.fd)
+        except OSError as err:
+            raise self._fail(err) from err
+
+    def rewrite(self, name: str, data: bytes) -> None:
+        """Truncate ``name`` (created if missing, mode 0644) and write ``data`` into the same inode.
+
+        Room for ``data`` is reserved first where the file system can (``fallocate``
+        keeping the size): a full disk fails the write before the old content is
+        truncated.
+        """
+        fd = self.open_file(name, os.O_WRONLY | os.O_CREAT)
+        try:
+            _reserve(fd, len(data))
+            os.ftruncate(fd, 0)
+            os.fchmod(fd, _FILE_MODE)
+            _write_all(fd, data)
+            os.fsync(fd)
+        except OSError as err:
+            raise self._fail(err, name) from err
+        finally:
+            os.close(fd)
+
+    def unlink_regular(self, name: str) -> bool:
+        """Remove ``name`` if it is a regular file with one link; True if removed."""
+        info = self.lstat(name)
+        if info is None or not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+            return False
+        self.unlink(name)
+        return True
+
+    def unlink(self, name: str) -> None:
+        """Remove the file ``name`` (gone already is fine)."""
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            pass
+        except OSError as err:
+            raise self._fail(err, name) from err
+
+    def rmdir(self, name: str) -> None:
+        """Remove the empty directory ``name`` (gone already is fine)."""
+        try:
+            os.rmdir(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            pass
+        except OSError as err:
+            raise self._fail(err, name) from err
+
+    def remove_self(self) -> None:
+        """Remove this directory, when empty, through the parent it was opened from."""
+        if self._parent is None:
+            return
+        parent_fd, name = self._parent
+        info = self.lstat(".")
+        try:
+            here = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if info is None or (here.st_dev, here.st_ino) != (info.st_dev, info.st_ino):
+            return  # moved away since it was opened: not ours to remove there
+        try:
+            os.rmdir(name, dir_fd=parent_fd)
+        except (FileNotFoundError, OSError) as err:
+            if err.errno not in (errno.ENOENT, errno.ENOTEMPTY, errno.EEXIST):
+                raise self._fail(err) from err
+
+    def remove_temporaries(self, name: str) -> None:
+        """Remove the temporaries ``.<name>.<random>.tmp`` that interrupted writes left."""
+        prefix = f".{name}."
+        for entry in self.names():
+            if entry.startswith(prefix) and entry.endswith(_TEMP_SUFFIX):
+                self.unlink_regular(entry)
+
+
+def _made(directory: _Dir | None) -> _Dir:
+    """A directory opened with ``create=True`` (never None)."""
+    assert directory is not None
+    return directory
+
+
+def _open_dir_at(parent: int, name: str, *, create: bool) -> int | None:
+    """``openat(parent, name, O_NOFOLLOW|O_DIRECTORY)``, made 0755 first if missing and ``create``.
+
+    ``NotADirectoryError`` for a link or another file there; None when missing
+    and not ``create``. A directory made here is re-moded through its descriptor,
+    and only while it is empty and ours: a directory swapped in is never touched.
+    """
+    created = False
+    if create:
+        try:
+            os.mkdir(name, _DIR_MODE, dir_fd=parent)
+            created = True
+        except FileExistsError:
+            pass
+    try:
+        fd = os.open(name, _O_NOFOLLOW_DIR, dir_fd=parent)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise NotADirectoryError(err.errno, os.strerror(err.errno), name) from err
+        raise
+    if created:
+        try:
+            info = os.fstat(fd)
+            if (
+                stat.S_IMODE(info.st_mode) != _DIR_MODE
+                and info.st_uid == os.geteuid()
+                and not os.listdir(fd)
+            ):
+                os.fchmod(fd, _DIR_MODE)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
+
+
 def make_dirs(directory: str | os.PathLike[str]) -> None:
-    """Create ``directory`` and its missing parents, each mode 0755 whatever the umask."""
-    missing = []
-    current = os.fspath(directory)
-    while not os.path.lexists(current):
-        missing.append(current)
+    """Create ``directory`` and its missing parents, each mode 0755 whatever the umask.
+
+    The nearest existing ancestor is opened as it is (links followed: it is the
+    caller's); below it, each directory is made and opened relative to its
+    parent without following links, so a link planted or swapped in on the way
+    is an error (``NotADirectoryError``), never followed.
+    """
+    current = os.path.abspath(os.fspath(directory))
+    missing: list[str] = []
+    while not os.path.exists(current):
         parent = os.path.dirname(current)
         if parent == current:
             break
+        missing.append(os.path.basename(current))
         current = parent
-    for path in reversed(missing):
-        try:
-            os.mkdir(path, _DIR_MODE)
-        except FileExistsError:
-            continue
-        os.chmod(path, _DIR_MODE)
-
-
-def _make_dirs_for(path: str, what: str) -> None:
-    directory = os.path.dirname(path)
+    fd = os.open(current, _O_DIR)
     try:
-        make_dirs(directory)
+        for name in reversed(missing):
+            child = _open_dir_at(fd, name, create=True)
+            assert child is not None  # created
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+
+
+def _parent_dir(path: str | os.PathLike[str], what: str) -> tuple[_Dir, str]:
+    target = os.path.abspath(os.fspath(path))
+    directory, name = os.path.split(target)
+    try:
+        fd = os.open(directory, _O_DIR)
     except OSError as err:
-        raise PublishError(f"{what}: {_describe(err, directory)}", path=directory) from err
+        err.filename = target
+        raise
+    return _Dir(fd, directory, what), name
 
 
 def replace_file(path: str | os.PathLike[str], data: bytes) -> None:
@@ -615,26 +1304,12 @@ def replace_file(path: str | os.PathLike[str], data: bytes) -> None:
     A temporary file in the same directory (``.<name>.<random>.tmp``) gets the
     data, mode 0644, and an fsync; it is renamed over ``path``; the directory is
     fsynced so the rename survives a crash. On any failure the temporary file is
-    removed and the old file is untouched.
+    removed and the old file is untouched. A link, a directory or a file with
+    more than one link at ``path`` is refused (:class:`PublishError`).
     """
-    import tempfile
-
-    target = os.fspath(path)
-    directory, name = os.path.split(target)
-    fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory or ".")
-    try:
-        try:
-            _write_all(fd, data)
-            os.fchmod(fd, _FILE_MODE)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    _fsync_directory(directory or ".")
+    directory, name = _parent_dir(path, "write file")
+    with directory:
+        directory.replace(name, data)
 
 
 def rewrite_in_place(path: str | os.PathLike[str], data: bytes) -> None:
@@ -642,18 +1317,12 @@ def rewrite_in_place(path: str | os.PathLike[str], data: bytes) -> None:
 
     What Go's ``os.WriteFile`` does: a bind mount of the file shows the new
     content at once, and a reader racing the write can see it empty or half
-    written. A symbolic link is not followed.
+    written. A link, a file of another kind, or one with more than one link is
+    refused (:class:`PublishError`), never written through.
     """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW
-    fd = os.open(os.fspath(path), flags, _FILE_MODE)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
-        os.fchmod(fd, _FILE_MODE)
-        _write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    directory, name = _parent_dir(path, "write file")
+    with directory:
+        directory.rewrite(name, data)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -662,32 +1331,16 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _fsync_directory(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _remove_tree(path: str) -> None:
-    """Go's ``os.RemoveAll``: gone afterwards, a link removed rather than followed."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
+def _reserve(fd: int, size: int) -> None:
+    """Reserve ``size`` bytes of room for ``fd`` without changing its size, where supported."""
+    if size == 0:
         return
-    if stat.S_ISDIR(info.st_mode):
-        import shutil
+    import ctypes
 
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)
-
-
-def _remove_file(path: str, what: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError as err:
-        raise PublishError(f"{what}: remove {path}: {os_reason(err)}", path=path) from err
+    libc = ctypes.CDLL(None, use_errno=True)
+    fallocate = libc.fallocate
+    fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    if fallocate(fd, _FALLOC_FL_KEEP_SIZE, 0, size) != 0:
+        code = ctypes.get_errno()
+        if code not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise OSError(code, os.strerror(code))

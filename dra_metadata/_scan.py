@@ -28,7 +28,7 @@ import errno
 import os
 import stat
 from collections.abc import Iterator
-from typing import Final, Literal
+from typing import Final
 
 import msgspec
 
@@ -44,6 +44,7 @@ from ._paths import (
     METADATA_FILE_SUFFIX,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
+    ClaimKind,
     RootArg,
     check_name,
     driver_of,
@@ -54,8 +55,6 @@ from ._paths import (
 from ._read import DEFAULT_MAX_SIZE, check_max_size, decode_file, merge, open_metadata, read_fd
 
 __all__ = ["KINDS", "ClaimKind", "Entry", "group", "merged", "scan"]
-
-ClaimKind = Literal["claim", "template"]
 
 #: The two kinds of claim directory, in listing order, with their subdirectory.
 KINDS: Final[tuple[tuple[ClaimKind, str], ...]] = (

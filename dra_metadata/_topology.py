@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 import msgspec
 
+# At run time too: TopologyDevice's fields name them (typing.get_type_hints(), help()).
 from ._device import (
     DEVICE_KINDS,
     DRIVER_KINDS,
@@ -53,11 +54,9 @@ from ._device import (
     normal_pci_address,
     numa_of,
 )
+from ._inventory import Inventory, MountedDevice
 from ._model import AttributeValue, NetworkDeviceData
 from ._text import one_line
-
-if TYPE_CHECKING:
-    from ._inventory import Inventory, MountedDevice
 
 __all__ = [
     "AFFINITY_LEVELS",
@@ -75,6 +74,8 @@ __all__ = [
     "pci_sort_key",
 ]
 
+#: How close two devices sit, nearest first: the same
+#: device, one PCIe root, one NUMA node, one socket, apart, or not known.
 Affinity = Literal["same", "pcie-root", "numa", "socket", "different", "unknown"]
 #: Affinity levels from nearest to farthest (``same``: a device and itself).
 AFFINITY_LEVELS: Final[tuple[Affinity, ...]] = (
@@ -107,9 +108,13 @@ _CELL: Final[dict[Affinity, str]] = {
 class TopologyProblem(msgspec.Struct, frozen=True, gc=False):
     """Two placement attributes of one device that disagree (both are kept in the message)."""
 
+    #: The device whose attributes disagree.
     device: str
+    #: The device's claim directory.
     claim: str
+    #: The device's request.
     request: str
+    #: Both values, and where each came from.
     message: str
 
     def __str__(self) -> str:
@@ -227,6 +232,8 @@ class TopologyDevice(msgspec.Struct, frozen=True, gc=False):
         }
 
 
+#: A function that names a device's kind, or returns ``None`` to leave it to the
+#: default rules (:meth:`Inventory.topology`'s ``kinds``).
 KindRule = Callable[["MountedDevice"], "DeviceKind | None"]
 
 
@@ -503,7 +510,7 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
                 found.setdefault(root, []).append(device)
         return {root: found[root] for root in sorted(found, key=os.fsencode)}
 
-    def affinity_table(self) -> _Affinities:
+    def _affinity_table(self) -> _Affinities:
         """The devices' placement classes and the affinity between classes (O(n) to build)."""
         return _Affinities(self.devices)
 
@@ -512,7 +519,7 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
 
         What ``to_dict()["affinity"]`` holds, one row at a time.
         """
-        table = self.affinity_table()
+        table = self._affinity_table()
         labels = [device.label for device in self.devices]
         pairs = list(zip(labels, table.class_of, strict=True))
         for index, device in enumerate(self.devices):

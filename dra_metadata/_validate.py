@@ -40,13 +40,10 @@ from ._formats import (
     RESOURCE_POOL_NAME_MAX_BYTES,
     RESOURCE_POOL_NAME_PATTERN,
 )
-from ._model import ATTRIBUTE_KINDS
-from ._model import DeviceMetadata as _MetadataStruct
+from ._model import ATTRIBUTE_KINDS, DeviceMetadata
 
 if TYPE_CHECKING:
     from pydantic_core import CoreSchema, SchemaValidator
-
-    from ._model import DeviceMetadata as ModelDeviceMetadata
 
 __all__ = ["validate", "validate_wire"]
 
@@ -241,7 +238,7 @@ def _accepts(obj: object, *, strict: bool) -> bool:
     return True
 
 
-def validate(md: ModelDeviceMetadata) -> list[FieldError]:
+def validate(md: DeviceMetadata) -> list[FieldError]:
     """Check ``md`` against the Go reference's v1.37 validation rules.
 
     Returns every error (an empty list when valid), never raises for invalid
@@ -255,7 +252,7 @@ def validate(md: ModelDeviceMetadata) -> list[FieldError]:
     >>> [(e.field, e.type.value) for e in dm.validate(bad)]
     [('podClaimName', 'Invalid value')]
     """
-    if not isinstance(md, _MetadataStruct):
+    if not isinstance(md, DeviceMetadata):
         raise TypeError(f"validate() takes a DeviceMetadata, not {type(md).__name__}")
     # The acceptor reads msgspec's builtins form of ``md`` in the models' own lax
     # mode. It holds the values that wire_body() gives the models, except that

@@ -53,7 +53,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -61,6 +61,7 @@ from typing import Final, Literal, Self, TypeAlias
 
 from ._encode import DEFAULT_VERSIONS, encode
 from ._model import (
+    AttributeInput,
     Device,
     DeviceAttribute,
     DeviceMetadata,
@@ -68,6 +69,7 @@ from ._model import (
     NetworkDeviceData,
     ObjectMeta,
     VersionValue,
+    to_attribute,
 )
 from ._paths import (
     CONTAINER_DIR,
@@ -104,21 +106,6 @@ __all__ = [
 #: v1.36); ``"rename"`` writes a temporary file and renames it over the target (Go v1.37).
 WriteMode: TypeAlias = Literal["in-place", "rename"]
 
-#: What an attribute can be given as (see :func:`to_attribute`).
-AttributeInput: TypeAlias = (
-    bool
-    | int
-    | str
-    | VersionValue
-    | DeviceAttribute
-    | Sequence[bool]
-    | Sequence[int]
-    | Sequence[str]
-    | Sequence[VersionValue]
-)
-
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
 _FILE_MODE: Final = 0o644
 _DIR_MODE: Final = 0o755
 _MODES: Final = ("in-place", "rename")
@@ -150,51 +137,6 @@ def version(text: str) -> VersionValue:
     DeviceAttribute(version='1.2.3')
     """
     return VersionValue(text)
-
-
-def to_attribute(value: AttributeInput) -> DeviceAttribute:
-    """The :class:`~dra_metadata.DeviceAttribute` for a plain Python value.
-
-    ``bool`` becomes ``bool``, ``int`` ``int``, :class:`~dra_metadata.VersionValue`
-    ``version``, ``str`` ``string``; a non-empty list or tuple becomes the list
-    form of its items' kind. A ``DeviceAttribute`` is taken as it is.
-
-    >>> to_attribute(True), to_attribute(3), to_attribute("A100")
-    (DeviceAttribute(bool=True), DeviceAttribute(int=3), DeviceAttribute(string='A100'))
-    >>> to_attribute([0, 1])
-    DeviceAttribute(ints=(0, 1))
-    """
-    if isinstance(value, DeviceAttribute):
-        return value
-    if isinstance(value, bool):
-        return DeviceAttribute(bool=value)
-    if isinstance(value, int):
-        return DeviceAttribute(int=_int64(value))
-    if isinstance(value, VersionValue):
-        return DeviceAttribute(version=str(value))
-    if isinstance(value, str):
-        return DeviceAttribute(string=value)
-    if isinstance(value, (list, tuple)):
-        items = tuple(value)
-        if not items:
-            raise ValueError("an empty list has no kind (Kubernetes treats it as not set)")
-        if all(isinstance(item, bool) for item in items):
-            return DeviceAttribute(bools=items)
-        if all(isinstance(item, int) and not isinstance(item, bool) for item in items):
-            return DeviceAttribute(ints=tuple(_int64(item) for item in items))
-        if all(isinstance(item, VersionValue) for item in items):
-            return DeviceAttribute(versions=tuple(str(item) for item in items))
-        if all(isinstance(item, str) and not isinstance(item, VersionValue) for item in items):
-            return DeviceAttribute(strings=items)
-        kinds = sorted({type(item).__name__ for item in items})
-        raise TypeError(f"list attribute items must all be of one kind, got {', '.join(kinds)}")
-    raise TypeError(f"cannot make a device attribute of {type(value).__name__}")
-
-
-def _int64(value: int) -> int:
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise ValueError(f"int attribute {value} does not fit in 64 bits")
-    return value
 
 
 def _attributes(

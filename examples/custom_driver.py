@@ -16,6 +16,10 @@ a driver that enables device metadata:
 3. at ``NodeUnprepareResources``, :meth:`~dra_metadata.MetadataPublisher.unprepare`
    removes the files and the spec.
 
+Calls on one claim may come from several threads or processes (the kubelet's
+gRPC calls, an NRI hook): the publisher serialises them with a lock file per
+claim and keeps the generations growing (docs/driver.md).
+
 Run ``python examples/custom_driver.py [DIR]``: it prepares an SR-IOV VF, adds its
 network data, and runs ``dra-metadata lint`` on the file after each step. ``DIR``
 plays ``/var/lib/kubelet/plugins`` (default: a temporary directory); the CDI specs
@@ -50,9 +54,12 @@ def main(plugins: str) -> None:
     # What the kubelet's NodePrepareResources call says about the claim.
     claim = dm.ClaimRef(name="nic", namespace="default", uid="7d6c5b4a-3928-4716-a5b4-c3d2e1f0a9b8")
     request = "eth"
-    attributes = {
-        "pfName": dm.DeviceAttribute(string="enp94s0f0"),
-        "resource.kubernetes.io/pciBusID": dm.DeviceAttribute(string="0000:5e:00.3"),
+    # Plain values become attributes as the testing kit makes them (a str a string, an int
+    # an int); what a reader would refuse is a PublishError here, before anything is written.
+    attributes: dict[str, str | int] = {
+        "pfName": "enp94s0f0",
+        "vfIndex": 3,
+        "resource.kubernetes.io/pciBusID": "0000:5e:00.3",
     }
     path = pub.metadata_path(claim, request)
 

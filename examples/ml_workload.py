@@ -7,7 +7,8 @@ claim for an SR-IOV NIC (``nic``) and a CPU claim (``cpus``). At start-up it:
    ``CUDA_VISIBLE_DEVICES`` from the UUIDs;
 2. finds the NIC's interface name and IPs for its collective-communication
    library, or says that the network data is not there yet;
-3. pins itself to the CPUs it was given when they sit on one NUMA node.
+3. says which GPU the prioritized request of its inference claim got;
+4. pins itself to the CPUs it was given when they sit on one NUMA node.
 
 Run it against the sample tree::
 
@@ -50,6 +51,20 @@ def vfio_report() -> list[str]:
     ]
 
 
+def inference_report() -> list[str]:
+    """Which GPU the prioritized request ``gpu`` of template claim ``inference`` got.
+
+    Asking for ``gpu`` answers whatever subrequest was allocated, and says which;
+    asking for ``gpu/high-memory`` would be a not-found naming the allocated one
+    when another was (the same answer from every reader and every command).
+    """
+    md = dm.read_resource_claim_template("inference", "gpu")
+    return [
+        f"inference {request.name}: {gpu.name} memory={gpu.attribute('memory')}"
+        for request, gpu in md.devices()
+    ]
+
+
 def network_report() -> list[str]:
     """The NIC's interface and addresses, or a note that they are not there yet."""
     md = dm.read_resource_claim("nic", "eth")
@@ -81,7 +96,9 @@ def cpu_report() -> list[str]:
 def main() -> int:
     """Print the job's view of its devices; exit 1 when metadata is missing or broken."""
     try:
-        for line in gpu_report() + vfio_report() + network_report() + cpu_report():
+        for line in (
+            gpu_report() + vfio_report() + network_report() + inference_report() + cpu_report()
+        ):
             print(line)
     except dm.MetadataNotFoundError as err:
         print(f"no device metadata: {err}", file=sys.stderr)

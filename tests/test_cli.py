@@ -28,12 +28,18 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 
 def test_show_prints_the_merged_request_once_as_json(sample_root: Path) -> None:
-    """show prints one JSON document: Go's merged object for the request."""
+    """show prints one JSON document: the merged object, with the claim's identity in it."""
     done = run("show", "--root", str(sample_root), "--claim", "train", "--request", "accel")
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
-    expected = dm.read_resource_claim("train", "accel", root=sample_root).to_dict()
-    assert shown == expected
+    md = dm.read_resource_claim("train", "accel", root=sample_root)
+    expected = md.to_dict()
+    assert shown["metadata"]["uid"] == md.claim_uid
+    assert shown.pop("generations") == md.generations
+    assert {**shown, "metadata": {}} == expected
+    go = run("show", "--root", str(sample_root), "--claim", "train", "--request", "accel",
+             "--format", "go")  # fmt: skip
+    assert json.loads(go.stdout) == expected  # Go's merged object, exactly
     assert [d["driver"] for d in shown["requests"][0]["devices"]] == [
         "gpu.example.com",
         "rdma.example.com",
@@ -68,7 +74,7 @@ def test_show_missing_request_exits_66_with_one_line(tmp_path: Path) -> None:
     assert line.startswith(
         f"dra-metadata: no metadata files found in {tmp_path}/resourceclaims/c/r: "
     )
-    assert "no claim is mounted here" in line
+    assert f"nothing is mounted under {tmp_path}; " in line
     assert "resources.claims" in line
 
 

@@ -155,10 +155,10 @@ def test_ls_of_a_missing_root_is_66_and_of_an_empty_root_says_nothing_is_mounted
     assert "resources.claims" in line
     (tmp_path / "resourceclaims" / "c" / "r").mkdir(parents=True)
     empty = run("ls", "--root", str(tmp_path))
-    assert empty.returncode == 0
+    assert empty.returncode == 66  # as every command says of an empty root
     assert empty.stdout.decode().split() == list(HEADER)
     (note,) = errors(empty)
-    assert note.startswith(f"dra-metadata: nothing is mounted under {tmp_path}: ")
+    assert note.startswith(f"dra-metadata: nothing is mounted under {tmp_path}; ")
     assert json.loads(run("ls", "--root", str(tmp_path), "--json").stdout) == []
 
 
@@ -379,13 +379,14 @@ def test_env_selects_and_prefixes() -> None:
 def test_env_exit_codes_for_missing_empty_and_broken(
     dra_metadata_tree: MetadataTree,
 ) -> None:
-    """Missing root or selection 66; empty root 0 and no output; one broken request 65."""
+    """Missing root or selection 66; empty root 66, said on stderr only; one broken request 65."""
     tree = dra_metadata_tree
     assert run("env", "--root", str(tree.root / "absent")).returncode == 66
     assert run("env", "--root", str(SAMPLE_ROOT), "--claim", "nope").returncode == 66
     (tree.root / "resourceclaims").mkdir(parents=True)
     empty = run("env", "--root", str(tree.root))
-    assert (empty.returncode, empty.stdout, empty.stderr) == (0, b"", b"")
+    assert (empty.returncode, empty.stdout) == (66, b"")  # stdout stays safe to source
+    assert empty.stderr.decode().startswith(f"dra-metadata: nothing is mounted under {tree.root}; ")
     for claim in ("a", "b"):
         tree.claim(claim).request("r").device("d.example.com", "p", "dev-0", uuid="u")
     tree.write()

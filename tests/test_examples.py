@@ -63,6 +63,7 @@ def test_ml_workload_example_runs() -> None:
     assert (
         "vfio gpu-3: pci=0000:af:00.0 root=pci0000:ae numa=1 product=NVIDIA A100-PCIE-40GB" in lines
     )
+    assert "inference gpu/high-memory: gpu-2 memory=141Gi" in lines
     assert any(line.startswith("nic enp94s0f0v3: net1 ips=10.20.30.41/24") for line in lines)
     assert lines[-1] == "cpus [0, 1, 2, 3] on NUMA node 0"
 

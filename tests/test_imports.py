@@ -161,3 +161,61 @@ def test_topology_and_doctor_load_no_heavy_dependency() -> None:
     assert modules & set(HEAVY) == set()
     assert (modules - startup) & {"json", "shutil", "subprocess"} == set()
     assert loaded_after(f"import dra_metadata as dm; dm.check_live({root!r}); dm.Topology") == []
+
+
+#: What a one-shot command has no use for: ``inspect`` and what it imports.
+INTROSPECTION = ("inspect", "ast", "dis", "tokenize")
+
+# The console script's own entry: what `dra-metadata ARGS` runs.
+CONSOLE = (
+    "import sys\nfrom dra_metadata_cli import main\nsys.argv[0] = 'dra-metadata'\nsys.exit(main())"
+)
+
+
+def test_one_shot_commands_load_no_introspection() -> None:
+    """dra-metadata ls, get, env and show import no inspect, ast, dis or tokenize."""
+    show = ("show", "--root", str(SAMPLE_ROOT), "--claim", "nic", "--request", "eth")
+    for args in (*TOOLKIT, show):
+        modules = imported("-c", CONSOLE, *args)
+        assert {"dra_metadata", "msgspec"} <= modules, "the probe sees the command's imports"
+        assert modules & set(INTROSPECTION) == set(), args
+    assert set(INTROSPECTION) <= imported("-c", "import msgspec"), "what the start-up avoids"
+
+
+def test_typing_extensions_loads_as_usual_after_the_start_up() -> None:
+    """validate, which needs pydantic (and typing_extensions), still runs from the script."""
+    path = SAMPLE_ROOT / "resourceclaims" / "nic" / "eth" / "sriov.example.com-metadata.json"
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", CONSOLE, "validate", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(": valid (metadata.resource.k8s.io/v1beta1)\n")
+    assert "| pydantic_core" in done.stderr
+
+
+def test_msgspec_sees_our_types_alike_with_and_without_typing_extensions() -> None:
+    """What msgspec makes of every public type is the same after the script's start-up."""
+    probe = (
+        "import msgspec.inspect, dra_metadata as dm\n"
+        "for name in sorted(dm.__all__):\n"
+        "    kind = getattr(dm, name)\n"
+        "    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):\n"
+        "        try:\n"
+        "            print(name, repr(msgspec.inspect.type_info(kind)))\n"
+        "        except Exception as err:\n"
+        "            print(name, type(err).__name__, err)\n"
+    )
+    start = "import dra_metadata_cli\ndra_metadata_cli._import_msgspec()\n"
+    answers = []
+    for code in (probe, start + probe):
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        answers.append(done.stdout)
+    assert answers[0].count("\n") > 10
+    assert answers[0] == answers[1]

@@ -207,13 +207,13 @@ def test_root_works_before_or_after_the_command() -> None:
 
 
 def test_ls_of_an_empty_root_prints_the_header_and_says_nothing_is_mounted(tmp_path: Path) -> None:
-    """An empty root: the header on stdout, one line on stderr, exit 0."""
+    """An empty root: the header on stdout, one line on stderr, exit 66 as every command."""
     done = run("ls", "--root", str(tmp_path))
-    assert done.returncode == 0
+    assert done.returncode == 66
     assert done.stdout.split() == [
         "KIND", "CLAIM", "REQUEST", "DRIVER", "VERSION", "GENERATION", "DEVICES", "STATUS"
     ]  # fmt: skip
-    assert one_error(done).startswith(f"nothing is mounted under {tmp_path}: ")
+    assert one_error(done).startswith(f"nothing is mounted under {tmp_path}; ")
 
 
 # --------------------------------------------------------------------------- small things

@@ -33,15 +33,32 @@ def test_inventory_lists_every_request_of_both_claim_kinds() -> None:
 
 
 def test_inventory_says_which_subrequest_was_allocated() -> None:
-    """A request answered by a subrequest names it; asking for another one finds nothing."""
+    """A request answered by a subrequest names it; another one is the readers' not-found."""
     inv = dm.inventory(SAMPLE_ROOT)
-    inference = inv.request("inference", "gpu", kind="template")
-    assert inference is not None
+    inference = inv.request("inference", "gpu", claim_kind="template")
     assert inference.subrequest == "gpu/high-memory"
     assert inference.request_names == ("gpu/high-memory",)
     assert inv.request("inference", "gpu/high-memory") is inference
-    assert inv.request("inference", "gpu/low-memory") is None
-    assert inv.request("inference", "gpu", kind="claim") is None
+    with pytest.raises(dm.MetadataNotFoundError) as low:
+        inv.request("inference", "gpu/low-memory")
+    with pytest.raises(dm.MetadataNotFoundError) as read:
+        dm.read_resource_claim_template("inference", "gpu/low-memory", root=SAMPLE_ROOT)
+    assert (str(low.value), low.value.nearby) == (str(read.value), read.value.nearby)
+    with pytest.raises(dm.MetadataNotFoundError, match="a template claim 'inference' exists"):
+        inv.request("inference", "gpu", claim_kind="claim")
+
+
+def test_claim_kind_is_its_own_parameter_and_a_device_kind_there_is_an_error() -> None:
+    """claim_kind= takes 'claim' or 'template'; 'gpu' (a device kind) says where it belongs."""
+    inv = dm.inventory(SAMPLE_ROOT)
+    assert {d.kind for d in inv.devices(claim_kind="template")} == {"template"}
+    with pytest.raises(ValueError, match=r"'claim'.*'template'.*nearest") as err:
+        inv.devices(claim_kind="gpu")  # type: ignore[arg-type]  # the mistake under test
+    assert "'gpu'" in str(err.value)
+    with pytest.raises(TypeError, match="claim_kind must be"):
+        inv.request("nic", "eth", claim_kind=1)  # type: ignore[arg-type]  # the mistake under test
+    with pytest.raises(TypeError, match="unexpected keyword argument 'kind'"):
+        inv.devices(kind="gpu")  # type: ignore[call-arg]  # the old, ambiguous name is gone
 
 
 def test_devices_span_all_claims_and_know_where_they_come_from() -> None:
@@ -68,7 +85,7 @@ def test_device_queries_by_driver_attribute_value_and_presence() -> None:
     assert sorted(d.driver for d in on_root) == ["gpu.example.com", "rdma.example.com"]
     assert all(d.find_attribute("uuid") is not None for d in inv.devices(has="uuid"))
     assert inv.devices(has=("uuid", "no-such-attribute")) == []
-    assert inv.devices(kind="template", request="gpu/high-memory")[0].claim == "inference"
+    assert inv.devices(claim_kind="template", request="gpu/high-memory")[0].claim == "inference"
 
 
 def test_problems_are_data_and_the_good_files_are_still_there(

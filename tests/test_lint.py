@@ -475,7 +475,9 @@ def test_cli_exit_codes_worst_wins(
     assert main(["lint", good, str(bad)]) == 1
     assert main(["lint", str(broken), str(bad), good]) == 65
     assert main(["lint", missing, str(broken)]) == 66
-    assert main(["lint"]) == 64
+    # No FILE: the files mounted under the root; none there is every command's not-found.
+    assert main(["lint", "--root", str(tmp_path / "no-root")]) == 66
+    assert main(["lint", "--no-such-option"]) == 64
     err = capsys.readouterr().err.splitlines()
     assert f"dra-metadata: {broken}: read metadata object from stream: unexpected EOF" in err
     assert f"dra-metadata: open metadata file: open {missing}: no such file or directory" in err
@@ -505,6 +507,7 @@ def test_custom_driver_example_writes_what_the_kit_writes(tmp_path: Path) -> Non
         "node-a",
         "vf-3",
         pfName="enp94s0f0",
+        vfIndex=3,
         attributes={f"{STANDARD}/pciBusID": "0000:5e:00.3"},
     ).network(interface_name="net1", ips=["10.20.30.41/24"], hardware_address="52:54:00:ab:cd:03")
     assert written.read_bytes() == claim.request("eth").encode(generation=2)

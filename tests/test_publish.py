@@ -129,6 +129,7 @@ def test_prepare_writes_the_file_and_cdi_spec_of_each_request(
                     },
                 }
             ],
+            "containerEdits": {},  # Go's Spec type always has it (tests/goref/test_writer.py)
         }
 
 
@@ -151,14 +152,18 @@ def test_prepare_with_pod_claim_name_annotation(pub: dm.MetadataPublisher) -> No
     )
 
 
-def test_an_empty_pod_claim_annotation_is_kept_but_mounts_by_claim_name(
+def test_an_empty_pod_claim_annotation_is_refused_as_the_readers_refuse_it(
     pub: dm.MetadataPublisher,
 ) -> None:
-    """An annotation with an empty value gives podClaimName "" and the resourceclaims/ path."""
+    """podClaimName "" does not validate: prepare() refuses it and writes nothing.
+
+    The path it would mount at is still the resourceclaims/ one (no pod claim name).
+    """
     claim = dm.ClaimRef(name="c", namespace="ns", uid="u1", pod_claim_name="")
-    pub.prepare(claim, "r", [pub.device("p", "d")])
-    assert dm.read_file(pub.metadata_path(claim, "r")).pod_claim_name == ""
     assert "/resourceclaims/c/r/" in pub.container_path(claim, "r")
+    with pytest.raises(dm.PublishError, match=r"readers would refuse the file: podClaimName"):
+        pub.prepare(claim, "r", [pub.device("p", "d")])
+    assert not Path(pub.plugin_data_dir).exists()
 
 
 # --- cleanup (upstream TestCleanupClaim) ---------------------------------------------------
@@ -283,16 +288,30 @@ def test_update_keeps_the_files_pod_claim_name_and_replaces_the_devices(
     assert pub.update(plain, "gpu", []).requests[0].devices == ()
 
 
-def test_update_of_a_file_that_does_not_decode_is_a_decode_error(
+def test_update_over_a_torn_file_continues_above_the_highest_generation(
     pub: dm.MetadataPublisher,
 ) -> None:
-    """A broken file is not overwritten blindly: DecodeError naming it, file untouched."""
+    """A file left empty or torn (an in-place write cut short): the state says where it was."""
     pub.prepare(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
+    pub.update(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
+    path = Path(pub.metadata_path(CLAIM, REQUEST))
+    path.write_bytes(b"{broken")
+    assert pub.update(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")]).metadata.generation == 3
+    assert dm.read_file(path).metadata.generation == 3
+
+
+def test_update_of_a_file_without_state_that_does_not_decode_is_a_decode_error(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """A file from before the state was kept is read for its generation: broken, DecodeError."""
+    pub.prepare(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
+    os.unlink(pub.state_path(CLAIM))
     path = Path(pub.metadata_path(CLAIM, REQUEST))
     path.write_bytes(b"{broken")
     with pytest.raises(dm.DecodeError, match=r"^decode existing metadata: .*metadata\.json: "):
         pub.update(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
     assert path.read_bytes() == b"{broken"
+    assert not os.path.exists(pub.lock_path(CLAIM))  # not prepared by this publisher: no lock
 
 
 # --- the bytes --------------------------------------------------------------------------------
@@ -300,9 +319,9 @@ def test_update_of_a_file_that_does_not_decode_is_a_decode_error(
 
 def test_the_file_is_encode_of_the_object_in_the_configured_versions(tmp_path: Path) -> None:
     """The node file is byte for byte encode() of the object, versions in the order given."""
-    for versions in ([dm.V1BETA1, dm.V1ALPHA1], [dm.V1BETA1], [dm.V1ALPHA1, dm.V1BETA1]):
+    for run, versions in enumerate(([dm.V1BETA1, dm.V1ALPHA1], [dm.V1BETA1])):
         pub = dm.MetadataPublisher(
-            DRIVER, plugin_data_dir=tmp_path / "p", cdi_dir=tmp_path / "c", versions=versions
+            DRIVER, plugin_data_dir=tmp_path / f"p{run}", cdi_dir=tmp_path / "c", versions=versions
         )
         devices = [pub.device("n", "gpu-0", attributes=string_attrs(b="<&>", a="é"))]
         pub.prepare(CLAIM, "r", devices)
@@ -400,8 +419,9 @@ def test_claim_ref_from_a_resource_claim_object() -> None:
         ([dm.V1ALPHA1], "the latest metadata version is metadata.resource.k8s.io/v1beta1"),
         (["bogus/v99", dm.V1BETA1], 'metadata version "bogus/v99" is not supported'),
         (dm.V1BETA1, "versions must be a list of API versions"),
+        ([dm.V1ALPHA1, dm.V1BETA1], "metadata versions must be listed newest first"),
     ],
-    ids=["none", "no-v1beta1", "unknown", "one-string"],
+    ids=["none", "no-v1beta1", "unknown", "one-string", "oldest-first"],
 )
 def test_versions_are_checked_as_the_kubelet_plugin_checks_them(
     versions: list[str], message: str
@@ -422,7 +442,10 @@ def test_versions_are_checked_as_the_kubelet_plugin_checks_them(
             lambda: dm.ClaimRef(name="c", namespace="ns", uid="u", pod_claim_name="x\x00"),
             "NUL",
         ),
-        (lambda: dm.MetadataPublisher("-gpu.example.com"), "cannot be the vendor of a CDI kind"),
+        (lambda: dm.MetadataPublisher("-gpu.example.com"), "not one Kubernetes gives"),
+        (lambda: dm.MetadataPublisher("1gpu.example.com"), "cannot be the vendor of a CDI kind"),
+        (lambda: dm.MetadataPublisher("Gpu.Example.com"), "a lower-case DNS subdomain"),
+        (lambda: dm.MetadataPublisher("g" * 64), "no more than 63 characters"),
         (lambda: dm.MetadataPublisher("../etc"), "contains '/'"),
     ],
 )
@@ -439,8 +462,14 @@ def test_unsafe_names_are_refused_before_anything_is_written(make: object, messa
         (CLAIM, "a/b/c", "more than one '/'"),
         (CLAIM, "../x", "would leave its directory"),
         (CLAIM, "", "request name must not be empty"),
-        (dm.ClaimRef(name="c", namespace="ns", uid="u!x"), "r", "is not valid in CDI"),
-        (CLAIM, "r-", "is not valid in CDI"),
+        (dm.ClaimRef(name="c", namespace="ns", uid="u!x"), "r", "claim UID name 'u!x' is not one"),
+        (CLAIM, "r-", "request name 'r-' is not one Kubernetes gives"),
+        (CLAIM, "gpu/High", "subrequest name 'High' is not one Kubernetes gives"),
+        (dm.ClaimRef(name="a_b", namespace="ns", uid="u"), "r", "claim name 'a_b' is not one"),
+        (dm.ClaimRef(name="b", namespace="n_s", uid="u"), "r", "namespace name 'n_s' is not one"),
+        (dm.ClaimRef(name="b", namespace="ns", uid="u_1"), "r", "claim UID name 'u_1' is not one"),
+        (dm.ClaimRef(name="b", namespace="ns", uid="u"), "r_1", "request name 'r_1' is not one"),
+        (dm.ClaimRef(name="b\udcff", namespace="ns", uid="u"), "r", "is not one Kubernetes"),
     ],
 )
 def test_bad_requests_and_uids_are_refused_and_nothing_is_written(
@@ -502,9 +531,10 @@ def test_a_failed_rename_leaves_no_temporary_file(pub: dm.MetadataPublisher) -> 
     """When the target cannot be replaced (a directory is there) the temp file is removed."""
     target = Path(pub.metadata_path(CLAIM, "r"))
     (target / "occupied").mkdir(parents=True)
-    with pytest.raises(dm.PublishError, match=r"^write metadata file: .*metadata\.json: ") as err:
+    with pytest.raises(
+        dm.PublishError, match=r"^write metadata file: .*metadata\.json: not a regular file"
+    ) as err:
         pub.prepare(CLAIM, "r", [pub.device("n", "d")])
-    assert isinstance(err.value.__cause__, OSError)
     assert err.value.path == str(target)
     assert leftovers(pub.plugin_data_dir) == []
     assert not Path(pub.cdi_dir).exists()  # the spec is only written for a file that exists
@@ -576,3 +606,195 @@ def test_a_read_only_directory_is_a_publish_error(tmp_path: Path, read_only_dir:
     ):
         pub.prepare(CLAIM, "r", [pub.device("n", "d")])
     assert os.listdir(read_only_dir) == []
+
+
+# --- what is accepted is what the readers accept ------------------------------------------------
+
+
+def test_plain_values_are_converted_as_the_testing_kit_converts_them(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """{"uuid": "GPU-1", "index": 0} is a string and an int: the file decodes, validates, lints."""
+    from dra_metadata.testing import to_attribute
+
+    values: dict[str, object] = {"uuid": "GPU-1", "index": 0, "ok": True, "ids": [1, 2]}
+    device = pub.device("n", "gpu-0", attributes=values)  # type: ignore[arg-type]
+    assert device.attributes == {k: to_attribute(v) for k, v in values.items()}  # type: ignore[arg-type]
+    pub.prepare(CLAIM, "r", [device])
+    data = Path(pub.metadata_path(CLAIM, "r")).read_bytes()
+    md = dm.decode(data)
+    assert md.requests[0].devices[0].attribute("index") == 0
+    assert dm.validate(md) == []
+    assert dm.lint(data) == []
+
+
+@pytest.mark.parametrize(
+    ("attributes", "network", "error", "message"),
+    [
+        ({"i": 2**63}, None, dm.PublishError, "does not fit in 64 bits"),
+        ({"i": -(2**63) - 1}, None, dm.PublishError, "does not fit in 64 bits"),
+        ({"i": dm.DeviceAttribute(int=2**63)}, None, dm.PublishError, "could not decode"),
+        ({"i": dm.DeviceAttribute(int=True)}, None, dm.PublishError, "could not decode"),
+        ({"s": dm.DeviceAttribute(string=5)}, None, dm.PublishError, "could not decode"),  # type: ignore[arg-type]
+        ({"s": object()}, None, TypeError, "cannot make a device attribute of object"),
+        ({"s": []}, None, dm.PublishError, "an empty list has no kind"),
+        ({"s": "\udcff"}, None, dm.PublishError, "would not read back as given"),
+        ({"s": ["x" * 65]}, None, dm.PublishError, "readers would refuse the file"),
+        ({}, dm.NetworkDeviceData(ips="10.0.0.1"), dm.PublishError, "could not decode"),  # type: ignore[arg-type]
+        ({}, dm.NetworkDeviceData(ips=("10.0.0.1/8",) * 17), dm.PublishError, "Too many: 17"),
+        ({}, {"ips": []}, TypeError, "network_data must be a NetworkDeviceData"),
+    ],
+    ids=[
+        "int-2^63",
+        "int-below-min",
+        "attribute-2^63",
+        "int=True",
+        "string=5",
+        "object",
+        "empty-list",
+        "lone-surrogate",
+        "strings-item-too-long",
+        "ips-one-string",
+        "seventeen-ips",
+        "network-dict",
+    ],
+)
+def test_device_refuses_what_no_reader_would_accept(
+    pub: dm.MetadataPublisher,
+    attributes: dict[str, object],
+    network: object,
+    error: type[Exception],
+    message: str,
+) -> None:
+    """Out-of-range ints, bools for ints, wrong kinds, strings that do not validate: at the call."""
+    with pytest.raises(error, match=message):
+        pub.device("n", "d", attributes=attributes, network_data=network)  # type: ignore[arg-type]
+
+
+def test_devices_built_by_hand_are_checked_at_prepare_and_update(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """A Device made without device() meets the same checks before anything is written."""
+    bad = dm.Device(DRIVER, "n", "d", attributes={"i": dm.DeviceAttribute(int=2**64)})
+    with pytest.raises(dm.PublishError, match="could not decode"):
+        pub.prepare(CLAIM, "r", [bad])
+    assert not Path(pub.plugin_data_dir).exists()
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    before = Path(pub.metadata_path(CLAIM, "r")).read_bytes()
+    with pytest.raises(dm.PublishError, match="could not decode"):
+        pub.update(CLAIM, "r", [bad])
+    assert Path(pub.metadata_path(CLAIM, "r")).read_bytes() == before
+
+
+def test_a_file_over_the_readers_size_limit_is_refused(pub: dm.MetadataPublisher) -> None:
+    """Readers refuse files over 16 MiB: so does prepare(), and nothing is written."""
+    attributes = {f"a{j}": dm.DeviceAttribute(string="x" * 60) for j in range(30)}
+    devices = [dm.Device(DRIVER, "n", f"gpu-{i}", attributes=attributes) for i in range(6000)]
+    with pytest.raises(dm.PublishError, match="readers refuse files over 16777216 bytes"):
+        pub.prepare(CLAIM, "r", devices)
+    assert not Path(pub.plugin_data_dir).exists()
+
+
+def test_a_generation_at_the_int64_limit_is_not_passed(pub: dm.MetadataPublisher) -> None:
+    """An update whose generation would pass int64 is refused; the file stays as it is."""
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    path = Path(pub.metadata_path(CLAIM, "r"))
+    os.unlink(pub.state_path(CLAIM))  # a file of an earlier writer: its generation counts
+    text = path.read_text().replace('"generation": 1', f'"generation": {2**63 - 1}')
+    path.write_text(text)
+    with pytest.raises(dm.PublishError, match="would pass the int64 limit"):
+        pub.update(CLAIM, "r", [pub.device("n", "d")])
+    assert path.read_text() == text
+
+
+def test_names_that_would_share_a_directory_or_cdi_device_are_refused(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """a_b/c and a/b_c would be one directory: '_' is in no Kubernetes name, so both are refused."""
+    first = dm.ClaimRef(name="b_c", namespace="a", uid="u2")
+    second = dm.ClaimRef(name="c", namespace="a_b", uid="u3")
+    assert pub.claim_dir(first) == pub.claim_dir(second)
+    for claim in (first, second):
+        with pytest.raises(dm.PublishError, match="is not one Kubernetes gives"):
+            pub.prepare(claim, "gpu", [pub.device("n", "d")])
+    with pytest.raises(dm.InvalidNameError, match="is not one Kubernetes gives"):
+        pub.prepare(dm.ClaimRef(name="c", namespace="ns", uid="a_b"), "c", [pub.device("n", "d")])
+    assert not Path(pub.plugin_data_dir).exists()
+
+
+# --- generations that only grow, and the publisher's own files -----------------------------------
+
+
+def test_prepare_of_a_prepared_request_goes_on_above_its_generations(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """A second prepare (after a failed update, say) never writes a generation seen before;
+    after unprepare, prepare starts at 1 as Go's writer does."""
+    device = pub.device("n", "d")
+    path = pub.metadata_path(CLAIM, "r")
+    pub.prepare(CLAIM, "r", [device])
+    assert pub.update(CLAIM, "r", [device]).metadata.generation == 2
+    pub.prepare(CLAIM, "r", [device])
+    assert dm.read_file(path).metadata.generation == 3
+    pub.prepare(CLAIM, "other", [device])  # each request counts on its own
+    assert dm.read_file(pub.metadata_path(CLAIM, "other")).metadata.generation == 1
+    pub.unprepare(CLAIM)
+    pub.prepare(CLAIM, "r", [device])
+    assert dm.read_file(path).metadata.generation == 1
+
+
+def test_the_lock_and_state_files_sit_where_no_reader_looks(pub: dm.MetadataPublisher) -> None:
+    """<plugin data dir>/dra-metadata-publisher/<ns>_<claim>.{lock,state}; gone after unprepare."""
+    state_dir = os.path.join(pub.plugin_data_dir, "dra-metadata-publisher")
+    assert pub.lock_path(CLAIM) == os.path.join(state_dir, "default_my-claim.lock")
+    assert pub.state_path(CLAIM) == os.path.join(state_dir, "default_my-claim.state")
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    assert json.loads(Path(pub.state_path(CLAIM)).read_text()) == {
+        "requests": {"r": {"generation": 1, "podClaimName": None}}
+    }
+    assert os.path.exists(pub.lock_path(CLAIM))
+    assert sorted(os.listdir(pub.plugin_data_dir)) == [
+        "dra-device-metadata",
+        "dra-metadata-publisher",
+    ]
+    pub.unprepare(CLAIM)
+    assert os.listdir(state_dir) == []
+
+
+def test_temporaries_of_killed_writes_go_at_the_next_call_and_at_unprepare(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """What a kill -9 mid-write leaves (node, CDI and state temporaries) goes; others' stay."""
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+
+    def plant() -> list[Path]:
+        spec = Path(pub.cdi_spec_path(CLAIM, "r"))
+        state = Path(pub.state_path(CLAIM))
+        planted = [
+            Path(pub.metadata_path(CLAIM, "r")).parent / ".metadata.json.1a2b3c4d.tmp",
+            spec.parent / f".{spec.name}.1a2b3c4d.tmp",
+            state.parent / f".{state.name}.1a2b3c4d.tmp",
+        ]
+        for path in planted:
+            path.write_bytes(b"half")
+        return planted
+
+    others = Path(pub.cdi_dir) / ".other.example.com_metadata_u9_r.json.1a2b3c4d.tmp"
+    others.write_bytes(b"not ours")
+    planted = plant()
+    pub.update(CLAIM, "r", [pub.device("n", "d")])
+    assert [path for path in planted if path.exists()] == []
+    planted = plant()
+    pub.unprepare(CLAIM)
+    assert [path for path in planted if path.exists()] == []
+    assert others.exists()
+
+
+def test_update_goes_on_above_a_generation_another_writer_wrote(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """A file whose generation is above the state's (written by another writer): above it."""
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    path = Path(pub.metadata_path(CLAIM, "r"))
+    path.write_text(path.read_text().replace('"generation": 1', '"generation": 7'))
+    assert pub.update(CLAIM, "r", [pub.device("n", "d")]).metadata.generation == 8

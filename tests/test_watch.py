@@ -959,19 +959,15 @@ def test_watch_benchmark_quick_run_reports_every_figure() -> None:
         "ratios",
         "targets",
     }
-    assert [case["name"] for case in report["latency"]] == [
-        "dra_metadata.watch",
-        "dm.watch, one read",
-        "raw inotify",
-        "watchfiles default",
-        "watchfiles step=5",
-        "dm.watch, pwrite",
-        "one read, pwrite",
+    contenders = ["dra_metadata.watch", "raw inotify, every event", "raw inotify, on close"]
+    assert [(case["writer"], case["name"]) for case in report["latency"]] == [
+        *(("truncate", name) for name in contenders),
+        ("truncate", "watchfiles default"),
+        *(("pwrite", name) for name in contenders),
+        *(("rename", name) for name in contenders),
     ]
-    assert {
-        "stable-read cost: dra_metadata.watch / dm.watch, one read (median)",
-        "stable-read cost: dra_metadata.watch / dm.watch, one read (p99)",
-    } <= set(report["ratios"])
+    for how in ("truncate", "pwrite", "rename"):
+        assert f"{how}: dra_metadata.watch / raw inotify, on close (median)" in report["ratios"]
     for case in report["latency"]:
         assert set(case) >= {"n", "median_ms", "p90_ms", "p99_ms", "max_ms", "torn_delivered"}
     assert set(report["idle_cpu_percent"]) == {
@@ -980,9 +976,12 @@ def test_watch_benchmark_quick_run_reports_every_figure() -> None:
         "watchfiles step=5",
     }
     assert {target["name"] for target in report["targets"]} >= {
-        "median latency (ms)",
-        "p99 latency (ms)",
-        "torn objects delivered",
+        "truncate writer: median / raw inotify on close (per-round ratio, median)",
+        "pwrite writer: median / raw inotify on close (per-round ratio, median)",
+        "rename writer: median / raw inotify on close (per-round ratio, median)",
+        "median latency, slowest writer (ms)",
+        "p99 latency, slowest writer (ms)",
+        "torn objects delivered (every writer, bursts)",
         "torn objects delivered, same-length in-place (pwrite) writer",
         "idle CPU, 100 files (% of one core)",
     }

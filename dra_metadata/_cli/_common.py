@@ -28,7 +28,7 @@ import io
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Final, Literal, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeAlias
 
 from .._errors import (
     DecodeError,
@@ -45,6 +45,7 @@ from .._text import one_line
 
 if TYPE_CHECKING:
     from .._inventory import Inventory
+    from .._select import Question
 
 __all__ = [
     "EPILOG",
@@ -68,13 +69,16 @@ __all__ = [
     "add_root",
     "add_selection",
     "check_each",
+    "did_you_mean",
     "exit_code_for",
     "expand_paths",
     "fail",
     "json_text",
+    "mounted_files",
     "one_line",
     "selected_claim",
     "selected_inventory",
+    "selected_question",
     "terminal_width",
     "write_stdout",
     "write_text",
@@ -100,11 +104,110 @@ The root defaults to $DRA_METADATA_ROOT, else /var/run/kubernetes.io/dra-device-
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors exit with :data:`EXIT_USAGE`."""
+    """An argument parser whose usage errors exit with :data:`EXIT_USAGE`.
+
+    Options are never abbreviated (``--req`` is not ``--request``: a later
+    option starting the same way would change its meaning), and an unknown
+    option, command or choice is named with the closest known one
+    ("did you mean").
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        if not message.startswith("unrecognized arguments"):
+            # A misspelt option often shows first as a missing one (--clam for --claim):
+            # name the misspelling, which is the cause.
+            unknown = [
+                arg
+                for arg in self._seen
+                if arg.startswith("--") and arg.partition("=")[0] not in self._option_string_actions
+            ]
+            if unknown:
+                hint = _unrecognized(unknown, self, None)
+                if "did you mean" in hint:
+                    message = hint
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    _seen: Sequence[str] = ()
+
+    def parse_known_args(  # type: ignore[override]  # the same contract, narrower types
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._seen = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def parse_args(  # type: ignore[override]  # the same contract, narrower types
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(parsed)
+            (command or self).error(_unrecognized(extras, self, command))
+        return parsed
+
+    def _command_parser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser | None:
+        """The parser of the command ``parsed`` names, if this parser has commands."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                name = getattr(parsed, action.dest, None)
+                found: argparse.ArgumentParser | None = (
+                    action.choices.get(name) if isinstance(name, str) else None
+                )
+                return found
+        return None
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and value not in choices:
+            names = [str(choice) for choice in choices]
+            text = f"invalid choice: {value!r} (choose from {', '.join(names)})"
+            raise argparse.ArgumentError(action, text + did_you_mean(str(value), names))
+
+
+def did_you_mean(wanted: str, known: Sequence[str]) -> str:
+    """``"; did you mean 'X'?"`` for the known name closest to ``wanted``, or ``""``.
+
+    >>> did_you_mean("--clam", ["--claim", "--request"]), did_you_mean("sho", ["show", "ls"])
+    ("; did you mean '--claim'?", "; did you mean 'show'?")
+    >>> did_you_mean("--req", ["--request", "--root"]), did_you_mean("--zzz", ["--root"])
+    ("; did you mean '--request'?", '')
+    """
+    import difflib  # only on the way to an error
+
+    starts = [name for name in known if len(wanted) > 2 and name.startswith(wanted)]
+    close = starts[:1] or difflib.get_close_matches(wanted, known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _unrecognized(
+    extras: list[str], top: argparse.ArgumentParser, command: argparse.ArgumentParser | None
+) -> str:
+    """The usage error for arguments no option took, naming the closest option."""
+    text = f"unrecognized arguments: {' '.join(extras)}"
+    parsers = [top] if command is None else [command, top]
+    if command is None:  # before the command: any command's option may have been meant
+        for action in top._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+    options = list(
+        dict.fromkeys(
+            option
+            for parser in parsers
+            for action in parser._actions
+            for option in action.option_strings
+            if option.startswith("--")
+        )
+    )
+    for extra in extras:
+        if extra.startswith("-"):
+            hint = did_you_mean(extra.partition("=")[0], options)
+            if hint:
+                return text + hint
+    return text
 
 
 def terminal_width() -> int:
@@ -184,13 +287,35 @@ def add_format(
 
 
 def add_files(parser: argparse.ArgumentParser) -> None:
-    """Add the ``FILE...`` arguments of the file-checking commands (see :func:`check_each`)."""
+    """Add ``[FILE...]`` and ``--root`` to the file-checking commands (see :func:`check_each`).
+
+    Without a FILE, they check every metadata file mounted under the root, as
+    the other commands read it (:func:`mounted_files`).
+    """
     parser.add_argument(
         "files",
-        nargs="+",
+        nargs="*",
         metavar="FILE",
-        help="a metadata file, or a directory: every metadata file below it",
+        help="a metadata file, or a directory: every metadata file below it; "
+        "none: every metadata file mounted under the root",
     )
+    add_root(parser)
+
+
+def mounted_files(args: argparse.Namespace) -> tuple[list[str], int]:
+    """The metadata files of the root (``--root``), found by layout as every command finds them.
+
+    Returns the paths and the worst exit code of what could not be listed
+    (said on stderr). A missing or empty root raises the not-found every
+    command gives.
+    """
+    inv = selected_inventory(args)
+    worst = EXIT_OK
+    for problem in inv.problems:
+        if not problem.driver:  # a claim or request directory: no file to check
+            fail(problem.message)
+            worst = max(worst, exit_code_for(problem.error))
+    return [file.path for file in inv.files if file.driver], worst
 
 
 def add_root(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
@@ -242,27 +367,39 @@ def selected_claim(
     args: argparse.Namespace,
 ) -> tuple[Literal["claim", "template"] | None, str | None]:
     """The claim kind and name that ``--claim`` or ``--template-claim`` chose, if any."""
-    if args.claim is not None:
-        return "claim", str(args.claim)
-    if args.template_claim is not None:
-        return "template", str(args.template_claim)
+    claim = getattr(args, "claim", None)
+    template_claim = getattr(args, "template_claim", None)
+    if claim is not None:
+        return "claim", str(claim)
+    if template_claim is not None:
+        return "template", str(template_claim)
     return None, None
+
+
+def selected_question(args: argparse.Namespace) -> Question:
+    """The question the selection options (``add_selection``) ask, names checked."""
+    from .._select import ask
+
+    kind, claim = selected_claim(args)
+    return ask(
+        kind=kind,
+        claim=claim,
+        request=getattr(args, "request", None),
+        driver=getattr(args, "driver", None),
+    )
 
 
 def selected_inventory(args: argparse.Namespace) -> Inventory:
     """The inventory of what the selection options (``add_selection``) pick, read by layout.
 
-    Raises :class:`~dra_metadata.MetadataNotFoundError` when the root is missing or
-    a named claim, request or driver is not there.
+    Asked of the one resolver (:func:`dra_metadata._inventory.mounted`), as every
+    door asks: raises :class:`~dra_metadata.MetadataNotFoundError` when the root
+    is missing or empty, a named claim, request or driver is not there, or a
+    subrequest was not allocated.
     """
-    from .._inventory import from_entries
-    from .._paths import root_path
-    from .._scan import scan
+    from .._inventory import mounted
 
-    kind, claim = selected_claim(args)
-    top = root_path(args.root)
-    entries = scan(top, kind=kind, claim=claim, request=args.request, driver=args.driver)
-    return from_entries(top, entries)
+    return mounted(selected_question(args), getattr(args, "root", None))
 
 
 def expand_paths(paths: Sequence[str]) -> Iterator[str | MetadataNotFoundError]:
@@ -297,16 +434,17 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str | MetadataNotFoundError]:
         yield from sorted(found, key=os.fsencode)
 
 
-def check_each(paths: Sequence[str], check: Callable[[str], tuple[Sequence[object], str]]) -> int:
+def check_each(
+    paths: Sequence[str], check: Callable[[str], tuple[Sequence[object], str]], *, worst: int = 0
+) -> int:
     """Run ``check`` on every file and print ``PATH: finding`` lines; the worst code wins.
 
     A directory stands for the metadata files below it (:func:`expand_paths`).
 
     ``check(path)`` returns the findings and the line for a file without any; a
     :class:`DRAMetadataError` it raises is one stderr line and that error's code.
-    Findings make the exit code :data:`EXIT_FALSE`.
+    Findings make the exit code :data:`EXIT_FALSE`; ``worst`` is the code so far.
     """
-    worst = EXIT_OK
     for path in expand_paths(paths):
         if isinstance(path, DRAMetadataError):
             fail(str(path))

@@ -43,7 +43,7 @@ lists are kept as ranges. Whatever the node holds ends as a finding.
 Prints one line per difference (PATH: DEVICE: CHECK: expected ..., found ...
 (what to do)) and a summary; --verbose prints the checks that passed too.
 Exits 0 when the container matches its metadata, 1 when something differs,
-66 when nothing is mounted under the root.
+66 when nothing is mounted under the root (or it is missing), as every command.
 """
 
 
@@ -77,17 +77,15 @@ def register(commands: Commands) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from .._inventory import inventory
     from .._live import IpQuery, check_live
+    from ._common import selected_inventory
 
     query = IpQuery(args.ip)  # runs while the metadata is read
-    inv = inventory(getattr(args, "root", None))
-    if not inv.exists or not inv.files:
-        query.result()
-        from .._errors import MetadataNotFoundError
-        from .._nearby import MOUNT_HINT
-
-        raise MetadataNotFoundError(f"nothing is mounted under {inv.root}: {MOUNT_HINT}")
+    try:
+        inv = selected_inventory(args)  # a missing or empty root: every command's not-found
+    except BaseException:
+        query._result()
+        raise
     report = check_live(
         inv.root,
         sys_root=args.sys_root,

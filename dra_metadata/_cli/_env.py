@@ -41,8 +41,9 @@ env_file lines; json writes one object.
 
 A request whose file does not decode gets no variables; the others are printed
 and the exit code is 65, as it is for a name collision or a value the format
-cannot hold. A missing root, or nothing matching a selection, exits 66; a root
-without metadata files prints nothing and exits 0.
+cannot hold. A missing or empty root, nothing matching a selection, or a
+subrequest that was not allocated prints nothing on stdout (it stays safe to
+source), says so on stderr and exits 66, as every command does.
 """
 
 

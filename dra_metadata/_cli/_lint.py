@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from .._errors import DecodeError
-from ._common import Commands, add_command, add_files, check_each
+from ._common import Commands, add_command, add_files, check_each, mounted_files
 
 if TYPE_CHECKING:
     from .._lint import LintProblem
@@ -26,7 +26,8 @@ def register(commands: Commands) -> None:
             "Give files by their container path (.../resourceclaims/<claim>/<request>/\n"
             "<driver>-metadata.json) or their kubelet plugin path (.../<driver>/\n"
             "dra-device-metadata/<namespace>_<claim>/<request>/metadata.json) so the\n"
-            "path rules can run."
+            "path rules can run. Without a FILE, every metadata file mounted under the\n"
+            "root (--root, $DRA_METADATA_ROOT, else the container directory)."
         ),
     )
     add_files(parser)
@@ -39,6 +40,7 @@ def _lint(args: argparse.Namespace) -> int:
     from .._read import read_bytes, read_found
 
     named = set(args.files)
+    paths, worst = (args.files, 0) if args.files else mounted_files(args)
 
     def check(path: str) -> tuple[list[LintProblem], str]:
         # A FILE the user named may be a link; one found below a directory is not followed.
@@ -48,4 +50,4 @@ def _lint(args: argparse.Namespace) -> int:
         except DecodeError as err:
             raise DecodeError(f"{path}: {err}", path=path) from None
 
-    return check_each(args.files, check)
+    return check_each(paths, check, worst=worst)

@@ -32,8 +32,9 @@ below the root are not followed), sorted: one row per file with its claim kind,
 claim, request, driver, decoded API version, generation, number of devices and
 status. A file that does not decode, or cannot be read, keeps its row with a
 status other than "ok" and its error on stderr; the exit code is then the
-worst such file's (65 not decodable, 66 unreadable). A root with nothing in it
-prints the header, says so on stderr and exits 0; a missing root exits 66.
+worst such file's (65 not decodable, 66 unreadable). A root with nothing in it,
+or a missing one, prints the header, says so on stderr and exits 66, as every
+command does.
 """
 
 _HEADER: Final = (
@@ -65,7 +66,6 @@ def register(commands: Commands) -> None:
 
 
 def _ls(args: argparse.Namespace) -> int:
-
     from .._errors import MetadataNotFoundError
 
     try:
@@ -75,10 +75,6 @@ def _ls(args: argparse.Namespace) -> int:
         fail(str(err))
         return exit_code_for(err)
     _write_rows([row(file) for file in inv.files], args.format)
-    if not inv.files:
-        from .._nearby import MOUNT_HINT
-
-        fail(f"nothing is mounted under {inv.root}: {MOUNT_HINT}")
     worst = EXIT_OK
     for problem in inv.problems:
         fail(problem.message)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Final
 
 from .._model import DeviceMetadata, MergedDeviceMetadata
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 from ._common import (
     EXIT_OK,
     Commands,
@@ -16,7 +20,21 @@ from ._common import (
     write_text,
 )
 
-__all__ = ["register", "summary"]
+__all__ = ["register", "summary", "with_identity"]
+
+_DESCRIPTION: Final = """\
+Print the metadata of one request (every request of the claim without
+--request) as one JSON document, merged across its drivers' files.
+
+--format json (the default) is the wire form with the claim's identity filled
+in: "metadata" holds the name, namespace and uid the files agree on (and the
+generation when every file has the same), and "generations" each driver's
+generation. When the files disagree on the claim, "metadata" is empty and
+"disagreement" says on what (also said on stderr). --format go prints Go's
+merged object exactly ("metadata": {}, as the Go reference returns it).
+With --driver, that driver's file alone, as written. --format summary prints
+one block per device.
+"""
 
 
 def register(commands: Commands) -> None:
@@ -25,13 +43,14 @@ def register(commands: Commands) -> None:
         commands,
         "show",
         summary="print the metadata of one request, merged across drivers",
-        description="Print the metadata of one request as one JSON document (or a summary).",
+        description=_DESCRIPTION,
     )
     add_selection(parser, required=True, request_required=False)
     add_format(
         parser,
-        ("json", "summary"),
-        help="json: the wire form, once (default); summary: one block per device",
+        ("json", "go", "summary"),
+        help="json: the wire form with the claim's identity and each driver's generation "
+        "(default); go: Go's merged object exactly; summary: one block per device",
     )
     parser.set_defaults(handler=_show)
 
@@ -49,16 +68,59 @@ def _show(args: argparse.Namespace) -> int:
         disagreement = md.disagreement()
         if disagreement is not None:
             fail(f"warning: {disagreement}")
-    if args.format == "json":
+    if args.format in ("json", "go"):
         # imported here, not at the top: the other commands start faster without it
         from .._encode import wire_json
 
-        for piece in wire_json(md):
-            write_stdout(piece)
+        if args.format == "json" and isinstance(md, MergedDeviceMetadata):
+            for piece in with_identity(md):
+                write_stdout(piece)
+        else:
+            for piece in wire_json(md):
+                write_stdout(piece)
         write_stdout(b"\n")
     else:
         write_text(summary(md))
     return EXIT_OK
+
+
+def with_identity(md: MergedDeviceMetadata) -> Iterator[bytes]:
+    """The JSON text ``show`` prints for merged files: the wire form, the claim's identity in it.
+
+    ``metadata`` holds the name, namespace and uid the files agree on, and the
+    generation when they all have the same; ``generations`` follows with each
+    driver's. When the files disagree on the claim, ``metadata`` is empty and
+    ``disagreement`` says on what.
+    """
+    import json
+
+    import msgspec
+
+    from .._encode import wire_json
+    from .._model import ObjectMeta
+
+    disagreement = md.disagreement()
+    extra: dict[str, object] = {"generations": md.generations}
+    if disagreement is None and md.sources:
+        generations = set(md.generations.values())
+        meta = ObjectMeta(
+            name=md.claim_name or "",
+            namespace=md.claim_namespace or "",
+            uid=md.claim_uid or "",
+            generation=generations.pop() if len(generations) == 1 else 0,
+        )
+        md = msgspec.structs.replace(md, metadata=meta)
+    elif disagreement is not None:
+        extra["disagreement"] = disagreement
+    pieces = list(wire_json(md))
+    # The text ends with the object's closing brace: the extra keys go in before it.
+    last = pieces[-1]
+    assert last.endswith(b"\n}")
+    # Driver names come from file names: bytes that are not UTF-8 stay as they were.
+    text = json.dumps(extra, indent=2, ensure_ascii=False).encode("utf-8", "surrogateescape")
+    inner = text[1:-2]  # the extra object's members, indented, between its braces
+    pieces[-1] = last[:-2] + b"," + inner + b"\n}"
+    return iter(pieces)
 
 
 def summary(md: DeviceMetadata) -> str:

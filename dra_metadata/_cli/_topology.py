@@ -20,7 +20,7 @@ from ._common import (
 if TYPE_CHECKING:
     from .._topology import Topology
 
-__all__ = ["json_bytes", "register", "write_json"]
+__all__ = ["json_bytes", "output_width", "register", "write_json"]
 
 
 _DESCRIPTION: Final = """\
@@ -40,13 +40,16 @@ dra.net, the SR-IOV network driver, dra.memory), drivers with a gpu label
 productName (a GPU, pass-through ones too); --kind DRIVER=KIND overrides.
 CPUs of one request with the same placement share a line.
 
+On a terminal, lines longer than it end in "…"; written anywhere else (a pipe,
+a file, kubectl logs) every line is whole.
+
 --matrix prints device x device affinity instead: ROOT a shared PCIe root,
 NUMA a shared NUMA node (lists intersect), SOCK same socket (where the
 metadata says so), SYS different, ? not in the metadata. --json prints
 devices, NUMA nodes, PCIe roots, the affinity of every pair and the problems.
 
-A missing root exits 66; a file that does not decode is reported on stderr
-(its devices are left out) and exits 65.
+A missing or empty root exits 66, as every command does; a file that does not
+decode is reported on stderr (its devices are left out) and exits 65.
 """
 
 
@@ -105,6 +108,23 @@ def json_bytes(value: object) -> bytes:
     return msgspec.json.format(msgspec.json.encode(_utf8(value)), indent=2) + b"\n"
 
 
+def output_width() -> int:
+    """Columns to cut lines at: the terminal's when stdout is one, else no cut at all.
+
+    A pipe, a file or ``kubectl logs`` gets every line whole, whatever
+    ``$COLUMNS`` says; on a terminal, lines longer than it end in ``…``.
+    """
+    import sys
+
+    from ._common import terminal_width
+
+    try:
+        terminal = sys.stdout is not None and sys.stdout.isatty()
+    except (OSError, ValueError):
+        terminal = False
+    return terminal_width() if terminal else sys.maxsize
+
+
 def _indented(value: object, depth: int) -> bytes:
     """``value`` as JSON indented as :func:`json_bytes` would at ``depth`` levels in."""
     import msgspec
@@ -125,7 +145,7 @@ def write_json(topo: Topology) -> None:
     for key, value in head.items():
         write_stdout(b'  "' + key.encode() + b'": ' + _indented(_utf8(value), 1) + b",\n")
     write_stdout(b'  "affinity": ')
-    table = topo.affinity_table()
+    table = topo._affinity_table()
     labels = [device.label.encode() for device in topo.devices]
     keys = [b'\n      "' + label + b'": "' for label in labels]
     bodies: dict[int, tuple[bytes, list[int]]] = {}
@@ -160,21 +180,18 @@ def write_json(topo: Topology) -> None:
 def _topology(args: argparse.Namespace) -> int:
     from .._inventory import Inventory
     from .._topology import build
-    from ._common import terminal_width
 
     inv: Inventory = selected_inventory(args)
     topo = build(inv, kinds=dict(args.kind))
     if args.format == "json":
         write_json(topo)
     else:
-        width = terminal_width()
+        width = output_width()
         text = topo.matrix(width) if args.matrix else topo.tree(width)
         write_stdout(text.encode("utf-8", "surrogateescape"))
     worst = EXIT_OK
     if not topo.devices:
-        from .._nearby import MOUNT_HINT
-
-        fail(f"no devices are mounted under {inv.root}: {MOUNT_HINT}")
+        fail(f"no device could be read under {inv.root}")
     for problem in topo.problems:
         fail(problem.message)
     for found in inv.problems:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._errors import FieldError
-from ._common import Commands, add_command, add_files, check_each
+from ._common import Commands, add_command, add_files, check_each, mounted_files
 
 __all__ = ["register"]
 
@@ -16,7 +16,11 @@ def register(commands: Commands) -> None:
         commands,
         "validate",
         summary="check files against the Kubernetes validation rules",
-        description="Decode each FILE and print its validation errors, Go style.",
+        description=(
+            "Decode each FILE and print its validation errors, Go style. Without a FILE,\n"
+            "every metadata file mounted under the root (--root, $DRA_METADATA_ROOT, else\n"
+            "the container directory), found by the layout as the other commands find them."
+        ),
     )
     add_files(parser)
     parser.set_defaults(handler=_validate)
@@ -28,6 +32,7 @@ def _validate(args: argparse.Namespace) -> int:
     from .._read import decode_file, read_bytes, read_found
 
     named = set(args.files)
+    paths, worst = (args.files, 0) if args.files else mounted_files(args)
 
     def check(path: str) -> tuple[list[FieldError], str]:
         # A FILE the user named may be a link; one found below a directory is not followed.
@@ -36,4 +41,4 @@ def _validate(args: argparse.Namespace) -> int:
         del data
         return validate(md), f"valid ({md.api_version})"
 
-    return check_each(args.files, check)
+    return check_each(paths, check, worst=worst)

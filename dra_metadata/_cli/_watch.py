@@ -12,6 +12,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Final
 
+from .._duration import DURATION_HELP
 from ._common import (
     EXIT_FALSE,
     EXIT_OK,
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["event_line", "parse_duration", "register"]
 
-_UNITS: Final = (("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0))
-
-_DURATION_HELP: Final = "a duration: 30s, 500ms, 2m, 1h or plain seconds (1.5)"
 
 _WATCH_DESCRIPTION: Final = """\
 Follow the metadata files of one request and print one JSON line per event:
@@ -80,7 +78,7 @@ def register(commands: Commands) -> None:
     )
     add_selection(watch, required=True)
     watch.add_argument(
-        "--timeout", type=parse_duration, metavar="DURATION", help=f"stop after {_DURATION_HELP}"
+        "--timeout", type=parse_duration, metavar="DURATION", help=f"stop after {DURATION_HELP}"
     )
     watch.set_defaults(handler=_watch)
 
@@ -112,7 +110,7 @@ def register(commands: Commands) -> None:
         "--timeout",
         type=parse_duration,
         metavar="DURATION",
-        help=f"give up (exit 1) after {_DURATION_HELP}",
+        help=f"give up (exit 1) after {DURATION_HELP}",
     )
     wait.add_argument(
         "--progress",
@@ -125,24 +123,17 @@ def register(commands: Commands) -> None:
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in ``30s``, ``500ms``, ``2m``, ``1h`` or plain seconds (``1.5``).
+    """The argparse type of every duration option: :func:`dra_metadata._duration.parse_duration`.
 
-    >>> [parse_duration(t) for t in ("30s", "500ms", "2m", "1.5", "0")]
-    [30.0, 0.5, 120.0, 1.5, 0.0]
+    >>> [parse_duration(t) for t in ("30s", "500ms", "1m30s", "1.5", "0")]
+    [30.0, 0.5, 90.0, 1.5, 0.0]
     """
-    number, scale = text.strip(), 1.0
-    for unit, factor in _UNITS:  # "ms" before "s" and "m"
-        if number.endswith(unit):
-            number, scale = number[: -len(unit)], factor
-            break
-    if (
-        not number
-        or number.count(".") > 1
-        or not number.replace(".", "").isdigit()
-        or not number.replace(".", "").isascii()
-    ):
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: expected {_DURATION_HELP}")
-    return float(number) * scale
+    from .._duration import parse_duration as parse
+
+    try:
+        return parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _generation(text: str) -> int:
@@ -207,7 +198,15 @@ def _watch(args: argparse.Namespace) -> int:
     )
     if problem is not None:
         raise problem  # inside a container: nothing can ever arrive
-    if not os.path.isdir(root_path(args.root)):
+    from .._nearby import subdir_of
+    from .._paths import request_dir
+
+    kind, claim = selected_claim(args)
+    assert kind is not None, "the parser requires --claim or --template-claim"
+    if not os.path.isdir(
+        request_dir(subdir_of(kind), claim, args.request, root=root_path(args.root))
+    ):
+        # A plain tree: it may still appear. Say what is there meanwhile.
         fail(f"note: {_nothing_there(args)}; watching for it to appear")
     events = watch(
         claim=args.claim,

@@ -80,12 +80,14 @@ def watch(
     ``"inotify"``, ``"watchfiles"`` or ``"polling"``; one asked for by name that
     cannot start raises :class:`~dra_metadata.DRAMetadataError`.
 
-    Content that changed is delivered once a second read, 2 ms after the
-    first, agrees with it (the stable-read rule: no mixture of two generations
-    from a writer that overwrites in place). A file or the request directory
-    that cannot be read, or is a symbolic link below the root (never followed:
-    :class:`~dra_metadata.SymlinkError`), is retried and gives one ``error``
-    event after ``error_timeout``; it never ends the watch.
+    On inotify a change is read when its writer closes the file and delivered
+    then; a change not closed within 1 s, and every change on the other
+    backends, once a second read, 2 ms after the first, agrees with it (no
+    mixture of two generations from a writer that overwrites in place). A file
+    or the request directory that cannot be read, or is a symbolic link below
+    the root (never followed: :class:`~dra_metadata.SymlinkError`), is retried
+    and gives one ``error`` event after ``error_timeout``; it never ends the
+    watch.
 
     Names and the root are checked when called
     (:class:`~dra_metadata.InvalidNameError`; a ``bytes`` root or a

@@ -48,12 +48,24 @@ class WatchEvent(msgspec.Struct, frozen=True, kw_only=True):
     ``error`` event.
     """
 
+    #: What happened: ``update``, ``stale``, ``removed`` or ``error``.
     kind: WatchEventKind
+    #: The metadata file the event is about.
     path: str
+    #: The driver the file belongs to.
     driver: str
+    #: The generation of the object the event is about (the new one for ``update``, else the
+    #: last delivered); ``None`` when there was none.
     generation: int | None = None
+    #: The claim UID of that object; ``None`` when there was none.
     claim_uid: str | None = None
+    #: This file's object for ``update``, the one the container keeps for ``stale``; else
+    #: ``None``.
     metadata: DeviceMetadata | None = None
+    #: The whole request merged across its files' last delivered objects; ``None`` when there
+    #: is none.
     merged: MergedDeviceMetadata | None = None
+    #: What happened, for ``stale`` and ``error`` events.
     message: str = ""
+    #: The read or decode error of an ``error`` event.
     error: DRAMetadataError | None = None

@@ -36,7 +36,9 @@ from .._paths import (
     root_path,
 )
 from .._read import merge, read_fd
+from .._select import ClaimKind, Place, Question, ask, narrow, resolve
 from ._backends import Backend, BackendError, Notifier, check_backend, open_notifier
+from ._backends.base import CLOSE_WAIT, Writes
 from ._conditions import Condition
 from ._events import WatchEvent
 from ._state import Change, FileState
@@ -70,11 +72,17 @@ _SETTLED: Final = 2.0
 # A stop event is looked at least this often (seconds).
 _STOP_POLL: Final = 0.05
 
-#: The stable-read rule: content that changed is delivered only when a second read,
-#: begun at least this many seconds after the first, returns the same bytes (and stat
-#: the same size, times and inode). ``None``: one read is enough (the rule off; what
-#: ``benchmarks/bench_watch.py`` measures the rule's cost against).
+#: The stable-read rule, for changes whose writer's close is not heard (the polling and
+#: watchfiles backends; with inotify, a writer that keeps the file open longer than
+#: :data:`~._backends.base.CLOSE_WAIT`, or before the first close is heard): content
+#: that changed is delivered only when a second read, begun at least this many seconds
+#: after the first, returns the same bytes (and stat the same size, times and inode).
+#: ``None``: one read is enough, closes are not waited for either (every rule off; what
+#: ``benchmarks/bench_watch.py`` measures the rules' cost against).
 STABLE_READ_DELAY: float | None = 0.002
+# A handle is open on a file that changed, with no write heard through it yet (a writer
+# about to write, or a reader): the file is looked at again after this many seconds.
+_OPEN_RETRY: Final = 0.005
 # When the deadline passes while reads are settling, they get this long to settle.
 _SETTLE_GRACE: Final = 0.05
 
@@ -112,6 +120,24 @@ class Target(msgspec.Struct, frozen=True):
     file_name: str | None  # <driver>-metadata.json when one driver is watched
     root: str  # the caller's root (it may be a link; nothing below it may)
     parts: tuple[str, str, str]  # the kind directory, the claim and the request below it
+    question: Question  # what was asked, for the one resolver (a subrequest is checked)
+
+    def answers(self, md: DeviceMetadata) -> tuple[str, ...]:
+        """The request names of ``md`` that answer; the readers' not-found when none does.
+
+        A file holding another subrequest than the one asked (``gpu/high-memory``
+        for ``gpu/low-memory``) can never come to hold it: the allocation is made
+        once, so the watch ends there with the error every door gives.
+        """
+        names = tuple(request.name for request in md.requests)
+        if self.question.request is None or "/" not in self.question.request:
+            return names
+        subdir, claim, base = self.parts
+        kind: ClaimKind = "claim" if subdir == RESOURCE_CLAIMS_SUBDIR else "template"
+        ((_, kept),) = resolve(
+            self.question, self.root, [Place(kind, claim, base, self.directory, names)]
+        )
+        return kept
 
 
 class Options(msgspec.Struct, frozen=True):
@@ -159,7 +185,13 @@ def plan(
     file_name = None if driver is None else metadata_file_name(driver)
     claim_dir, base = os.path.split(directory)
     parts = (subdir, os.path.basename(claim_dir), base)
-    target = Target(directory, os.path.abspath(directory), driver, file_name, top, parts)
+    question = ask(
+        kind="claim" if claim is not None else "template",
+        claim=claim if claim is not None else pod_claim,
+        request=request,
+        driver=driver,
+    )
+    target = Target(directory, os.path.abspath(directory), driver, file_name, top, parts, question)
     if isinstance(max_size, bool) or not isinstance(max_size, int):
         raise TypeError(f"max_size must be an int, not {type(max_size).__name__}")
     if not rescan_interval > 0:
@@ -243,6 +275,21 @@ class Tracked:
             self.signature == signature(info)
             and self.read_at - max(info.st_mtime_ns, info.st_ctime_ns) / 1e9 >= _SETTLED
         )
+
+    def wait_for_close(self, writes: Writes, busy: float, now: float) -> list[Change]:
+        """A writer is at work: look again when its close is heard, or when waiting is over.
+
+        A write not closed yet brings a look with its close (``IN_CLOSE_WRITE``), so
+        the timer is only the bound (:data:`CLOSE_WAIT`); a handle open without a
+        write (a writer about to write, or a reader) brings nothing when it closes
+        without writing, so the file is looked at again soon.
+        """
+        self.candidate = None
+        if writes.dirty_at is not None:
+            self.settle_at = busy + CLOSE_WAIT
+        else:
+            self.settle_at = min(busy + CLOSE_WAIT, now + _OPEN_RETRY)
+        return []
 
     def stable(self, data: bytes, info: os.stat_result, delay: float | None) -> bool:
         """The stable-read rule: whether ``data``, just read, may be delivered.
@@ -511,6 +558,17 @@ class Session:
             return state.broken(error, nlink=info.st_nlink, now=now)
         if lazy and not state.broken_now and tracked.unchanged(info):
             return []
+        writes = None if self.settle_delay is None else self.notifier.writes(path)
+        closes = None  # the writer closed: one read, marked by the closes heard before it
+        if writes is not None:
+            busy = writes.busy_since()
+            if busy is None:
+                if writes.known:
+                    closes = writes.closes
+            elif (writes.known or writes.opens) and now - busy < CLOSE_WAIT:
+                # A writer is at work, and its close will be heard: it opened the
+                # file since the watch began, or no handle from before is left.
+                return tracked.wait_for_close(writes, busy, now)
         read_at = time.time()
         try:
             data = self._read(name, path, listing.fd)
@@ -518,7 +576,18 @@ class Session:
             return self._gone(path, now)
         except DRAMetadataError as err:
             return state.broken(err, nlink=info.st_nlink, now=now)
-        if not tracked.stable(data, info, self.settle_delay):
+        if closes is not None and writes is not None:
+            # Did a writer open the file while it was read? Its open was heard before
+            # it could write a byte: the handle is open still, or was closed after a
+            # write. Then this read may hold a mixture: its close brings the next look.
+            self.notifier.drain()
+            busy = writes.busy_since()
+            if writes.closes != closes or self.notifier.writes(path) is not writes:
+                return []
+            if busy is not None:
+                return tracked.wait_for_close(writes, busy, now)
+            tracked.candidate = None
+        elif not tracked.stable(data, info, self.settle_delay):
             return []
         if data == tracked.raw and tracked.raw_md is not None:
             md = tracked.raw_md
@@ -529,6 +598,7 @@ class Session:
                 error = DecodeError(f"{path}: {err}", path=path)
                 return state.broken(error, nlink=info.st_nlink, now=now)
             tracked.raw, tracked.raw_md = data, md
+        self.target.answers(md)  # another subrequest than the one asked: the not-found, now
         tracked.signature, tracked.read_at = signature(info), read_at
         return state.decoded(md, nlink=info.st_nlink, now=now)
 
@@ -578,30 +648,63 @@ class Session:
             listing.close()
 
     def process(self, triggers: set[str], overflow: bool, now: float) -> list[WatchEvent]:
-        """Look at what the notifications name, what is due for a retry, and (when due) all."""
-        to_look = {path for path in triggers if path in self.files}
+        """Look at what the notifications name, what is due for a retry, and (when due) all.
+
+        When nothing is named and nothing is due, nothing is opened either.
+        """
+        to_look, relist = self._triggered(triggers)
         rescan = overflow or now >= self.next_rescan
         if rescan:
             self.next_rescan = now + self.options.rescan_interval
         dir_retry = self.dir_state.retry_at
-        relist = rescan or len(to_look) < len(triggers)  # a directory (or a dropped file) spoke
+        relist = relist or rescan or (dir_retry is not None and dir_retry <= now)
+        for path, tracked in self.files.items():
+            retry_at = tracked.state.retry_at
+            if retry_at is not None and retry_at <= now:
+                to_look.add(path)
+            if tracked.settle_at is not None and tracked.settle_at <= now:
+                to_look.add(path)
+        if overflow:  # notifications were lost: read everything
+            to_look.update(self.files)
+        if not relist and not to_look:
+            return []
         listing = _Listing(self.target)
         try:
-            if relist or (dir_retry is not None and dir_retry <= now):
+            if relist:
                 self._sync_dirs()
                 to_look |= self._reconcile(listing, now)
-            for path, tracked in self.files.items():
-                retry_at = tracked.state.retry_at
-                if retry_at is not None and retry_at <= now:
-                    to_look.add(path)
-                if tracked.settle_at is not None and tracked.settle_at <= now:
-                    to_look.add(path)
-            if overflow:  # notifications were lost: read everything
-                to_look.update(self.files)
             lazy = set(self.files) - to_look if rescan else set()
             return self._round(to_look, now, listing, lazy=lazy)
         finally:
             listing.close()
+
+    def _triggered(self, triggers: set[str]) -> tuple[set[str], bool]:
+        """The followed files ``triggers`` name, and whether the directory must be listed.
+
+        A notifier names a file, a directory, or an entry of a directory (inotify
+        names the entry that came, went or was renamed over): an entry of the
+        request directory that is a followed file is looked at; one that cannot
+        be a metadata file (a writer's temporary file) is nothing to us; anything
+        else (a new file, a directory) has the directory listed again.
+        """
+        to_look: set[str] = set()
+        relist = False
+        for path in triggers:
+            if path in self.files:
+                to_look.add(path)
+                continue
+            parent, name = os.path.split(path)
+            if parent != self.target.absolute:
+                relist = True
+            elif name == self.target.file_name or (
+                self.target.file_name is None and name.endswith(METADATA_FILE_SUFFIX)
+            ):
+                spelled = os.path.join(self.target.directory, name)
+                if spelled in self.files:
+                    to_look.add(spelled)
+                else:
+                    relist = True
+        return to_look, relist
 
     def _round(
         self, to_look: set[str], now: float, listing: _Listing, *, lazy: set[str] | None = None
@@ -646,13 +749,17 @@ class Session:
         ]
         if not good:
             return None
-        return merge([(path, md) for path, md in good if md is not None])
+        md = merge([(path, md) for path, md in good if md is not None])
+        return narrow(md, self.target.answers(md))
 
     def next_wait(self, now: float) -> float:
         """Seconds until the next timer (a retry, a confirming read, or the rescan)."""
         due = self.next_rescan
         if self.dir_state.retry_at is not None:
             due = min(due, self.dir_state.retry_at)
+        notifier_due = self.notifier.due()
+        if notifier_due is not None:
+            due = min(due, notifier_due)
         for tracked in self.files.values():
             for at in (tracked.state.retry_at, tracked.settle_at):
                 if at is not None and at < due:

@@ -1,18 +1,23 @@
-"""The end-to-end suite's fixtures: podman and runc, a Debian base image, our image, CDI.
+"""The end-to-end suites' fixtures: a Debian base image, our image, CDI, and the engines.
 
-What the suite does, as a node and a container engine would: a bookworm root file
-system with python3 (``mmdebstrap``) becomes a base image (``podman import``); the
-CLI image is built on it by ``scripts/build-image``; a
-:class:`~dra_metadata.MetadataPublisher` writes the node files into a temporary
-plugin directory and the CDI specs into ``/var/run/cdi``, where podman reads them;
-containers get the files through ``--device <driver>/metadata=...``.
+Two suites run our image in real containers, each only when asked:
 
-It runs only when asked: ``python -m pytest -m e2e tests/e2e`` (or with
-``DRA_METADATA_E2E=1``). Anywhere else, and where podman, runc or mmdebstrap is
-missing or the user is not root, every test is skipped with the reason. The images
-are built once per session and removed at its end; each test removes its CDI specs.
-To try a change to the tests without building again, give an image built before
-(``scripts/build-image``) in ``DRA_METADATA_E2E_IMAGE``: it is used as it is, and kept.
+- ``python -m pytest -m e2e tests/e2e`` (or ``DRA_METADATA_E2E=1``): podman and runc,
+  containers get the files through ``--device <driver>/metadata=...`` (test_container.py);
+- ``python -m pytest -m cri tests/e2e`` (or ``DRA_METADATA_CRI=1``): containerd v2 over
+  the CRI, as the kubelet drives it, with ``CDIDevices`` (test_cri.py, tests/e2e/cri.py).
+
+What both do, as a node would: a bookworm root file system with python3
+(``mmdebstrap``) becomes a base image (``podman import``); the CLI image is built on
+it by ``scripts/build-image``; a :class:`~dra_metadata.MetadataPublisher` writes the
+node files into a temporary plugin directory and the CDI specs where the engine reads
+them (podman: ``/var/run/cdi``; containerd: the suite's own directory).
+
+Anywhere else, and where a tool is missing or the user is not root, every test of the
+suite is skipped with the reason. The images are built once per session and removed at
+its end; each test removes its CDI specs. To try a change to the tests without building
+again, give an image built before (``scripts/build-image``) in
+``DRA_METADATA_E2E_IMAGE``: it is used as it is, and kept.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,12 +37,19 @@ import pytest
 
 import dra_metadata as dm
 from tests.conftest import REPO
+from tests.e2e.cri import PAUSE_IMAGE, Containerd, Pod
+from tests.goref.harness import Goref
+from tests.goref.harness import build as build_goref
 
 #: Set to 1 to run the suite without ``-m e2e``.
 E2E_ENV = "DRA_METADATA_E2E"
+#: Set to 1 to run the CRI suite without ``-m cri``.
+CRI_ENV = "DRA_METADATA_CRI"
 #: An image built before, to use instead of building one (tests of the tests only).
 IMAGE_ENV = "DRA_METADATA_E2E_IMAGE"
 TOOLS = ("podman", "runc", "mmdebstrap")
+#: The CRI suite builds containerd and its client with go (scripts/build-containerd).
+CRI_TOOLS = (*TOOLS, "go")
 #: Where podman 4.3 looks for CDI specs (besides /etc/cdi); it has no setting to add one.
 CDI_DIR = "/var/run/cdi"
 #: The host's Debian sources, handed to mmdebstrap (it reads stdin without a mirror).
@@ -55,7 +67,7 @@ runtime = "runc"
 
 
 def skip_reason(config: pytest.Config) -> str | None:
-    """Why the suite cannot or should not run here, or None."""
+    """Why the podman suite cannot or should not run here, or None."""
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
         return (
@@ -63,13 +75,53 @@ def skip_reason(config: pytest.Config) -> str | None:
         )
     if os.geteuid() != 0:
         return f"end-to-end tests need root: podman reads CDI specs from {CDI_DIR}"
-    asked = "e2e" in (config.getoption("markexpr") or "") or os.environ.get(E2E_ENV) == "1"
-    if not asked:
+    if not asked(config, "e2e", E2E_ENV):
         return (
             "end-to-end tests run only when asked: python -m pytest -m e2e tests/e2e "
             f"(or {E2E_ENV}=1)"
         )
     return None
+
+
+def cri_skip_reason(config: pytest.Config) -> str | None:
+    """Why the CRI suite cannot or should not run here, or None."""
+    missing = [tool for tool in CRI_TOOLS if shutil.which(tool) is None]
+    if missing:
+        return (
+            f"CRI tests need {', '.join(missing)} (apt-get install podman runc mmdebstrap; "
+            "go 1.26 or newer for scripts/build-containerd)"
+        )
+    if os.geteuid() != 0:
+        return "CRI tests need root: containerd and runc make mounts and namespaces"
+    if not asked(config, "cri", CRI_ENV):
+        return f"CRI tests run only when asked: python -m pytest -m cri tests/e2e (or {CRI_ENV}=1)"
+    return None
+
+
+def asked(config: pytest.Config, marker: str, env: str) -> bool:
+    """Whether the run selects ``marker`` (``-m``) or sets ``env`` to 1."""
+    return marker in (config.getoption("markexpr") or "") or os.environ.get(env) == "1"
+
+
+#: Each suite's marker and the question whether it runs here.
+SUITES = {"e2e": skip_reason, "cri": cri_skip_reason}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip, with the reason, each test of a suite that cannot or should not run here.
+
+    This is decided before any fixture runs, so no image is built for a skipped suite.
+    """
+    reasons: dict[str, str | None] = {}
+    for item in items:
+        for marker, reason_for in SUITES.items():
+            if item.get_closest_marker(marker) is None:
+                continue
+            if marker not in reasons:
+                reasons[marker] = reason_for(config)
+            reason = reasons[marker]
+            if reason is not None:
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @dataclass
@@ -132,17 +184,11 @@ class Podman:
 
 
 @pytest.fixture(scope="session")
-def podman(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Podman]:
+def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Podman]:
     """podman set up for these machines (CONTAINERS_CONF at this suite's file).
 
-    Every end-to-end test needs it, so this is where the suite is skipped, with the
-    reason, where it cannot or should not run: before any image is built.
+    Both suites build their images with it; the CRI suite hands them to containerd.
     """
-    reason = skip_reason(request.config)
-    if reason is not None:
-        pytest.skip(reason)
     conf = tmp_path_factory.mktemp("podman") / "containers.conf"
     conf.write_text(CONTAINERS_CONF, encoding="utf-8")
     tool = Podman({**os.environ, "CONTAINERS_CONF": str(conf)})
@@ -202,46 +248,187 @@ def image(podman: Podman, base_image: str) -> Iterator[str]:
     podman("rmi", "--force", tag, check=False)
 
 
+def container_view(specs: Sequence[Path], root: Path) -> Path:
+    """Copy the file each CDI spec mounts to its container path under ``root``."""
+    for path in specs:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        for device in spec["devices"]:
+            for mount in device["containerEdits"]["mounts"]:
+                target = root / os.path.relpath(mount["containerPath"], dm.CONTAINER_DIR)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(mount["hostPath"], target)
+    return root
+
+
 class Node:
     """The node side of one test: a driver's publisher, its prepared claims, their copies."""
 
-    def __init__(self, tmp_path: Path, driver: str) -> None:
+    def __init__(self, tmp_path: Path, driver: str, cdi_dir: str | Path = CDI_DIR) -> None:
         self.pub = dm.MetadataPublisher(
-            driver, plugin_data_dir=tmp_path / "plugins" / driver, cdi_dir=CDI_DIR
+            driver, plugin_data_dir=tmp_path / "plugins" / driver, cdi_dir=cdi_dir
         )
         self.claims: list[dm.ClaimRef] = []
         self.prepared: list[tuple[dm.ClaimRef, str]] = []
 
-    def prepare(self, claim: dm.ClaimRef, request: str, devices: list[dm.Device]) -> str:
-        """Prepare as the driver does; returns the ``--device`` argument for podman."""
+    def prepare_cdi(self, claim: dm.ClaimRef, request: str, devices: list[dm.Device]) -> str:
+        """Prepare as the driver does; returns the CDI device ID (the kubelet's ``CDIDevices``)."""
         self.claims.append(claim)
         self.prepared.append((claim, request))
-        return f"--device={self.pub.prepare(claim, request, devices)}"
+        return self.pub.prepare(claim, request, devices)
+
+    def prepare(self, claim: dm.ClaimRef, request: str, devices: list[dm.Device]) -> str:
+        """Prepare as the driver does; returns the ``--device`` argument for podman."""
+        return f"--device={self.prepare_cdi(claim, request, devices)}"
 
     def container_view(self, root: Path) -> Path:
         """Copy every prepared file to its container path under ``root``, as the mounts show it."""
-        for claim, request in self.prepared:
-            spec = json.loads(Path(self.pub.cdi_spec_path(claim, request)).read_text())
-            (mount,) = spec["devices"][0]["containerEdits"]["mounts"]
-            target = root / os.path.relpath(mount["containerPath"], dm.CONTAINER_DIR)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(mount["hostPath"], target)
-        return root
+        specs = [Path(self.pub.cdi_spec_path(claim, request)) for claim, request in self.prepared]
+        return container_view(specs, root)
 
     def cleanup(self) -> None:
         for claim in self.claims:
             self.pub.unprepare(claim)
 
 
-@pytest.fixture
-def node(tmp_path: Path) -> Iterator[Node]:
-    """A publisher for a driver of this test's own, CDI specs in /var/run/cdi (removed after)."""
-    created = not os.path.isdir(CDI_DIR)
-    node = Node(tmp_path, f"gpu-{uuid.uuid4().hex[:8]}.e2e.example.com")
+@contextlib.contextmanager
+def publishing_node(tmp_path: Path, cdi_dir: str | Path) -> Iterator[Node]:
+    """A publisher for a driver of the test's own, CDI specs in ``cdi_dir`` (removed after)."""
+    created = not os.path.isdir(cdi_dir)
+    node = Node(tmp_path, f"gpu-{uuid.uuid4().hex[:8]}.e2e.example.com", cdi_dir)
     try:
         yield node
     finally:
         node.cleanup()
         if created:
             with contextlib.suppress(OSError):  # someone else's specs are there now
-                os.rmdir(CDI_DIR)
+                os.rmdir(cdi_dir)
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Iterator[Node]:
+    """A publisher for a driver of this test's own, CDI specs in /var/run/cdi (removed after)."""
+    with publishing_node(tmp_path, CDI_DIR) as node:
+        yield node
+
+
+#: Where scripts/build-containerd puts containerd, its shim, ctr, cri-client and pause.
+CRI_BIN = REPO / "build" / "cri"
+#: The sandbox image: the static pause binary alone.
+PAUSE_CONTAINERFILE = 'FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause"]\n'
+#: The CRI suite's figures (seconds), printed at the end of the run.
+CRI_TIMES: dict[str, float] = {}
+
+
+def podman_to_containerd(podman: Podman, containerd: Containerd, tag: str, scratch: Path) -> str:
+    """Hand a podman image to containerd (``podman save``, ``ctr images import``): its ID."""
+    archive = scratch / "image.tar"
+    podman("save", "--format", "docker-archive", "--output", str(archive), tag)
+    try:
+        return containerd.import_archive(archive, tag)
+    finally:
+        archive.unlink()
+
+
+@pytest.fixture(scope="session")
+def containerd(podman: Podman, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Containerd]:
+    """containerd v2 of the suite's own (tests/e2e/cri.py says how it is configured).
+
+    Built by scripts/build-containerd into build/cri (nothing is rebuilt when that is up
+    to date), started with its own root, state, socket and CDI spec directory, given the
+    local pause image; at the end every pod is removed, containerd stopped and its
+    directories unmounted and removed.
+    """
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(REPO / "scripts" / "build-containerd"), str(CRI_BIN)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=1800,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    CRI_TIMES["build containerd (s)"] = time.monotonic() - started
+    base = tmp_path_factory.mktemp("containerd")
+    runtime = Containerd(CRI_BIN, base, base / "cdi")
+    try:
+        CRI_TIMES["start containerd (s)"] = runtime.start()
+        pause = tmp_path_factory.mktemp("pause")
+        shutil.copy(CRI_BIN / "pause", pause / "pause")
+        (pause / "Containerfile").write_text(PAUSE_CONTAINERFILE, encoding="utf-8")
+        podman("build", "--network", "none", "--pull=never", "--tag", PAUSE_IMAGE, str(pause))
+        podman_to_containerd(podman, runtime, PAUSE_IMAGE, pause)
+        podman("rmi", "--force", PAUSE_IMAGE, check=False)
+        yield runtime
+    finally:
+        runtime.stop()
+
+
+@pytest.fixture(scope="session")
+def cri_image(
+    podman: Podman, containerd: Containerd, image: str, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """Our image (scripts/build-image), imported into containerd; its name there."""
+    podman_to_containerd(podman, containerd, image, tmp_path_factory.mktemp("image"))
+    return image
+
+
+@pytest.fixture
+def cri_node(containerd: Containerd, tmp_path: Path) -> Iterator[Node]:
+    """A publisher for a driver of this test's own, CDI specs where containerd reads them."""
+    with publishing_node(tmp_path, containerd.cdi_dir) as node:
+        yield node
+
+
+@pytest.fixture
+def pods(containerd: Containerd, tmp_path: Path) -> Iterator[Callable[[str, str], Pod]]:
+    """Run pods (``pods(name, namespace)``) as the kubelet does; each is removed after the test."""
+    made: list[Pod] = []
+
+    def new(name: str, namespace: str) -> Pod:
+        pod = Pod(containerd, tmp_path / "pods", name, namespace)
+        made.append(pod)
+        return pod
+
+    yield new
+    for pod in made:
+        pod.remove()
+
+
+@pytest.fixture(scope="session")
+def go_reference() -> Iterator[Goref]:
+    """The Go reference harness (conformance/goref, static build), running on the node.
+
+    It runs the Go kubelet plugin ``Helper`` (writes) and the Go readers (in a private
+    mount namespace). The static build is the one put into the reader image too.
+    """
+    harness = Goref(build_goref(static=True))
+    yield harness
+    harness.close()
+
+
+@pytest.fixture(scope="session")
+def go_reader_image(
+    podman: Podman, containerd: Containerd, cri_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """Our image plus the static harness as /usr/local/bin/goref, in containerd: the Go
+    readers inside a container, reading what the runtime mounted."""
+    context = tmp_path_factory.mktemp("goref-image")
+    shutil.copy(build_goref(static=True), context / "goref")
+    (context / "Containerfile").write_text(
+        f"FROM {cri_image}\nCOPY goref /usr/local/bin/goref\n", encoding="utf-8"
+    )
+    tag = f"localhost/dra-metadata-goref:{uuid.uuid4().hex[:8]}"
+    podman("build", "--network", "none", "--pull=never", "--tag", tag, str(context))
+    try:
+        podman_to_containerd(podman, containerd, tag, context)
+        yield tag
+    finally:
+        podman("rmi", "--force", tag, check=False)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The CRI suite's figures: how long containerd took to build and to start."""
+    if CRI_TIMES:
+        figures = ", ".join(f"{name} {value:.1f}" for name, value in CRI_TIMES.items())
+        terminalreporter.write_line(f"CRI suite: {figures}")

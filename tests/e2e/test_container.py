@@ -9,78 +9,30 @@ kubelet hands CDI devices to the container runtime.
 from __future__ import annotations
 
 import json
-import os
-import shlex
-import subprocess
-import sys
 import time
-import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 import dra_metadata as dm
-from tests.conftest import REPO
 from tests.e2e.conftest import Node, Podman
-
-pytestmark = pytest.mark.e2e
-
-PODS = REPO / "examples" / "pods"
-#: Where the metadata files are inside the container: /var/run is a link to /run.
-INSIDE = "/run/kubernetes.io/dra-device-attributes"
-
-
-def pod_spec(name: str) -> dict[str, Any]:
-    """The Pod of an example manifest."""
-    with open(PODS / name, encoding="utf-8") as stream:
-        (found,) = [d for d in yaml.safe_load_all(stream) if d and d["kind"] == "Pod"]
-    spec: dict[str, Any] = found["spec"]
-    return spec
-
-
-def gpu_claim() -> dm.ClaimRef:
-    """The claim Kubernetes makes from gpu-env.yaml's template, with a fresh UID."""
-    return dm.ClaimRef(
-        name="trainer-0-gpu-x7k2p", namespace="ml-team", uid=str(uuid.uuid4()), pod_claim_name="gpu"
-    )
-
-
-def gpus(node: Node) -> list[dm.Device]:
-    """Two GPUs with UUIDs and indexes."""
-    return [
-        node.pub.device(
-            "worker-0",
-            f"gpu-{index}",
-            attributes={
-                "uuid": dm.DeviceAttribute(
-                    string=f"GPU-{index}c9e7b3a-5d2f-4e8a-b6c4-7a0e9d3f5b22"
-                ),
-                "index": dm.DeviceAttribute(int=index),
-                "resource.kubernetes.io/pciBusID": dm.DeviceAttribute(string=f"0000:3b:0{index}.0"),
-            },
-        )
-        for index in range(2)
-    ]
-
-
-NIC = dm.ClaimRef(name="nic", namespace="ml-team", uid="d1e2f3a4-0000-4000-8000-00000000cafe")
-NETWORK = dm.NetworkDeviceData(
-    interface_name="net1", ips=("10.20.30.41/24",), hardware_address="52:54:00:ab:cd:03"
+from tests.e2e.scenarios import (
+    COMMANDS,
+    GPU_UUIDS,
+    INSIDE,
+    NETWORK,
+    NIC,
+    answers,
+    answers_on_the_node,
+    dra_variables,
+    gpu_claim,
+    gpus,
+    pod_spec,
+    vf,
+    wait_then_show,
 )
 
-
-def vf(node: Node, network: dm.NetworkDeviceData | None = None) -> list[dm.Device]:
-    """One SR-IOV VF, with or without its network data."""
-    pf = {"pfName": dm.DeviceAttribute(string="enp94s0f0")}
-    return [node.pub.device("node-a", "vf-3", attributes=pf, network_data=network)]
-
-
-def dra_variables(text: str) -> dict[str, str]:
-    """The DRA_* variables of `env` output (one NAME=value a line)."""
-    pairs = (line.split("=", 1) for line in text.splitlines() if line.startswith("DRA_"))
-    return dict(pairs)
+pytestmark = pytest.mark.e2e
 
 
 def test_init_container_env_file_reaches_the_main_container(
@@ -100,9 +52,7 @@ def test_init_container_env_file_reaches_the_main_container(
     done = podman.run(image, [*main["command"], "env"], device, f"-v={shared}:/dra:ro")
     assert done.returncode == 0, done.stderr
     shown = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
-    assert shown["CUDA_VISIBLE_DEVICES"] == (
-        "GPU-0c9e7b3a-5d2f-4e8a-b6c4-7a0e9d3f5b22,GPU-1c9e7b3a-5d2f-4e8a-b6c4-7a0e9d3f5b22"
-    )
+    assert shown["CUDA_VISIBLE_DEVICES"] == GPU_UUIDS
     expected = dm.env_vars(root=node.container_view(tmp_path / "view"), pod_claim="gpu")
     assert dra_variables(done.stdout) == expected
     assert expected["DRA_GPU_GPU_COUNT"] == "2"
@@ -111,11 +61,7 @@ def test_init_container_env_file_reaches_the_main_container(
 def test_in_place_update_reaches_a_running_wait(podman: Podman, image: str, node: Node) -> None:
     """Network data written in place (v1.36 style) ends a running `wait --for network`, exit 0."""
     device = node.prepare(NIC, "eth", vf(node))
-    script = (
-        "dra-metadata wait --claim nic --request eth --for network --timeout 60s --progress 0.2s"
-        f" && dra-metadata show --claim nic --request eth --driver {node.pub.driver} --json"
-    )
-    name = podman.start(image, ["sh", "-c", script], device)
+    name = podman.start(image, ["sh", "-c", wait_then_show(node.pub.driver)], device)
     podman.wait_logs(name, "network")  # a progress line: it is waiting for the network data
     node.pub.update(NIC, "eth", vf(node, NETWORK), mode="in-place")
     assert podman("wait", name, timeout=60).stdout.strip() == "0"
@@ -167,23 +113,6 @@ def test_wait_for_a_claim_that_was_never_mounted_fails_at_once(
     assert "nic" in done.stderr, done.stderr
 
 
-#: The read-only commands compared between host and container, each as one shell line.
-COMMANDS = [
-    "dra-metadata ls",
-    "dra-metadata show --template-claim gpu --request gpu",
-    "dra-metadata show --claim nic --request eth --format summary",
-    "dra-metadata get --template-claim gpu --request gpu uuid",
-    "dra-metadata get --claim nic --request eth interfaceName",
-    "dra-metadata validate /var/run/kubernetes.io/dra-device-attributes",
-    "dra-metadata lint /var/run/kubernetes.io/dra-device-attributes",
-]
-
-
-def answers(commands: list[str]) -> str:
-    """A shell script that runs each command and prints its output and exit code."""
-    return "".join(f"echo '$ {c}'; {c} 2>&1; echo \"exit $?\"\n" for c in commands)
-
-
 def test_files_are_read_only_and_the_cli_answers_as_on_the_host(
     podman: Podman, image: str, node: Node, tmp_path: Path
 ) -> None:
@@ -202,24 +131,7 @@ def test_files_are_read_only_and_the_cli_answers_as_on_the_host(
     inside = podman.run(image, ["sh", "-c", answers(COMMANDS)], *devices)
     assert inside.returncode == 0, inside.stderr
     view = node.container_view(tmp_path / "view")
-    host_commands = [c.replace(dm.CONTAINER_DIR, str(view)) for c in COMMANDS]
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "dra-metadata").write_text(
-        f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(REPO))} exec {shlex.quote(sys.executable)}"
-        ' -m dra_metadata "$@"\n'
-    )
-    (bin_dir / "dra-metadata").chmod(0o755)
-    on_host = subprocess.run(
-        ["/bin/sh", "-c", answers(host_commands)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", dm.ROOT_ENV: str(view)},
-        timeout=120,
-        check=True,
-    )
-    expected = on_host.stdout.replace(str(view), dm.CONTAINER_DIR)
-    assert inside.stdout == expected
+    assert inside.stdout == answers_on_the_node(view, tmp_path)
     assert inside.stdout.count("exit 0") == len(COMMANDS)
 
 

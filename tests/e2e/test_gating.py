@@ -1,4 +1,4 @@
-"""The end-to-end suite runs only when asked and possible, and says why it does not."""
+"""The end-to-end suites run only when asked and possible, and say why they do not."""
 
 from __future__ import annotations
 
@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.e2e.conftest import E2E_ENV, IMAGE_ENV, TOOLS
+from tests.e2e.conftest import CRI_ENV, CRI_TOOLS, E2E_ENV, IMAGE_ENV, TOOLS
 
 
-def run_suite(tmp_path: Path, path: str, *args: str) -> str:
-    """Run pytest on the end-to-end tests with PATH as given; returns what it printed."""
-    env = {k: v for k, v in os.environ.items() if k not in (E2E_ENV, IMAGE_ENV)}
+def run_suite(
+    tmp_path: Path, path: str, *args: str, tests: str = "tests/e2e/test_container.py"
+) -> str:
+    """Run pytest on end-to-end tests with PATH as given; returns what it printed."""
+    env = {k: v for k, v in os.environ.items() if k not in (E2E_ENV, CRI_ENV, IMAGE_ENV)}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-rs", "-p", "no:cacheprovider", *args,
-         "tests/e2e/test_container.py"],
+        [sys.executable, "-m", "pytest", "-rs", "-p", "no:cacheprovider", *args, tests],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -50,3 +51,27 @@ def test_where_it_could_run_it_still_runs_only_when_asked(tmp_path: Path) -> Non
     out = run_suite(tmp_path, os.environ["PATH"])
     assert "end-to-end tests run only when asked: python -m pytest -m e2e tests/e2e" in out
     assert "6 skipped" in out
+
+
+def test_without_go_or_podman_the_cri_suite_is_skipped_saying_what_to_install(
+    tmp_path: Path,
+) -> None:
+    """With none of the tools on PATH, even -m cri skips every CRI test, naming what to install."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = run_suite(tmp_path, str(empty), "-m", "cri", tests="tests/e2e/test_cri.py")
+    assert "CRI tests need podman, runc, mmdebstrap, go (apt-get install" in out
+    assert " passed" not in out
+    assert "9 skipped" in out
+
+
+@pytest.mark.skipif(
+    any(shutil.which(tool) is None for tool in CRI_TOOLS) or os.geteuid() != 0,
+    reason="podman, runc, mmdebstrap, go and root are there only where the CRI suite can run",
+)
+def test_where_the_cri_suite_could_run_it_still_runs_only_when_asked(tmp_path: Path) -> None:
+    """A plain pytest run skips the CRI suite at once, builds nothing, and says how to ask."""
+    out = run_suite(tmp_path, os.environ["PATH"], tests="tests/e2e/test_cri.py")
+    assert "CRI tests run only when asked: python -m pytest -m cri tests/e2e" in out
+    assert "9 skipped" in out
+    assert "CRI suite:" not in out  # no containerd was built or started

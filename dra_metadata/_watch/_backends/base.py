@@ -15,9 +15,11 @@ from ..._errors import DRAMetadataError
 
 __all__ = [
     "BACKENDS",
+    "CLOSE_WAIT",
     "Backend",
     "BackendError",
     "Notifier",
+    "Writes",
     "check_backend",
     "open_notifier",
     "polling_fallback",
@@ -30,6 +32,48 @@ Backend: TypeAlias = Literal["auto", "inotify", "watchfiles", "polling"]
 BACKENDS: Final[tuple[Backend, ...]] = get_args(Backend)
 
 
+#: Seconds a change waits for its writer's close before it is read the way a change
+#: without one is (twice, :data:`~dra_metadata._watch._session.STABLE_READ_DELAY`
+#: apart): a writer that keeps the file open between its writes is delivered this
+#: late, and a writer stalled mid-write for longer than this can be read mid-write.
+CLOSE_WAIT: Final = 1.0
+
+
+class Writes:
+    """What the kernel said about the writers of one watched file, since its watch began.
+
+    Every open of the file is heard (``IN_OPEN``) before the opener can write a
+    byte, and every write (``IN_MODIFY``) and close (``IN_CLOSE_WRITE`` after a
+    handle that could write, ``IN_CLOSE_NOWRITE`` else). So when no handle is
+    open and the last write was followed by a close, the bytes are final: no
+    writer is at work, and one that starts is heard opening first.
+    """
+
+    __slots__ = ("closes", "dirty_at", "known", "opened_at", "opens")
+
+    def __init__(self, known: bool) -> None:
+        #: Whether the counts can be trusted: a close after a write was heard since the
+        #: watch began (or the file arrived by a rename), and no event was lost since.
+        #: Until then a writer may hold a handle opened before the watch began.
+        self.known = known
+        #: Handles opened since the watch began and not closed yet (reads included).
+        self.opens = 0
+        #: When ``opens`` last went from 0 to 1 (monotonic), ``None`` while it is 0.
+        self.opened_at: float | None = None
+        #: When the first write not yet followed by a close was heard, or ``None``.
+        self.dirty_at: float | None = None
+        #: The ``IN_CLOSE_WRITE`` events heard: a change marks what it read by this.
+        self.closes = 0
+
+    def busy_since(self) -> float | None:
+        """Since when a writer may be at work (a write not closed, a handle open), or ``None``."""
+        if self.dirty_at is None:
+            return self.opened_at
+        if self.opened_at is None:
+            return self.dirty_at
+        return min(self.dirty_at, self.opened_at)
+
+
 class BackendError(DRAMetadataError):
     """A notification backend that cannot start, or stopped working; the message is one line."""
 
@@ -39,7 +83,9 @@ class Notifier(Protocol):
     """What a watch session needs from a notification mechanism.
 
     Paths are the session's own spelling of them: what a notifier reports is
-    the path it was given to :meth:`add`. The synchronous driver blocks in
+    the path it was given to :meth:`add`, or (inotify) an entry of a watched
+    directory, joined to the directory's path: the entry that came, went or
+    was renamed. The synchronous driver blocks in
     :meth:`wait`; the asyncio driver, when :meth:`fileno` is a descriptor,
     has the event loop watch it, calls :meth:`drain` when it is readable and
     :meth:`take` afterwards (without a descriptor it runs :meth:`wait` in an
@@ -65,6 +111,20 @@ class Notifier(Protocol):
 
     def watching(self, path: str) -> bool:
         """Whether ``path`` is watched (the kernel may drop a watch by itself)."""
+
+    def writes(self, path: str) -> Writes | None:
+        """What is known about the writers of the watched file ``path``; ``None``: nothing.
+
+        Only inotify knows (it hears opens, writes and closes); with ``None`` a
+        watch reads a change twice before it delivers it.
+        """
+
+    def due(self) -> float | None:
+        """When :meth:`take` will name a path without a new report (monotonic), or ``None``.
+
+        Inotify names a file whose write was not followed by a close within
+        :data:`CLOSE_WAIT`; the asyncio driver wakes up for it then.
+        """
 
     def drain(self) -> None:
         """Collect what was reported, without blocking."""

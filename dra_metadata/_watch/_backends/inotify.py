@@ -14,6 +14,14 @@ path* saw something; what happened is found out by looking at the path again
 (see :mod:`dra_metadata._watch._session`). A queue overflow (the kernel dropped events) is
 reported as such, so the caller can look at everything again.
 
+It also keeps, per watched file, what the kernel said about its writers
+(:class:`Writes`): the handles opened and not closed yet, a write not yet
+followed by a close, the closes after a write (``IN_CLOSE_WRITE``: the bytes
+are final). That is how a watch delivers a change the moment its writer closes
+the file, with one read. Only what can change the content wakes a watch up: an
+open, or a read by anyone (the watch's own reads included), does not, and of the
+writes of one overwrite only the first does (the close follows).
+
 Importing this module loads ``ctypes``; :func:`~.base.open_notifier` imports
 it only when a watch starts.
 """
@@ -26,7 +34,10 @@ import math
 import os
 import select
 import struct
+import time
 from typing import Final
+
+from .base import CLOSE_WAIT, Writes
 
 __all__ = ["Inotify", "InotifyUnavailableError"]
 
@@ -34,6 +45,8 @@ __all__ = ["Inotify", "InotifyUnavailableError"]
 _IN_MODIFY: Final = 0x00000002
 _IN_ATTRIB: Final = 0x00000004
 _IN_CLOSE_WRITE: Final = 0x00000008
+_IN_CLOSE_NOWRITE: Final = 0x00000010
+_IN_OPEN: Final = 0x00000020
 _IN_MOVED_FROM: Final = 0x00000040
 _IN_MOVED_TO: Final = 0x00000080
 _IN_CREATE: Final = 0x00000100
@@ -49,8 +62,19 @@ _IN_CLOEXEC: Final = os.O_CLOEXEC
 
 #: A metadata file: its content changed (each write, and the writer's close), its
 #: link count or mode changed (a host rename over it leaves ``st_nlink == 0``),
-#: or it went away. ``IN_UNMOUNT`` and ``IN_IGNORED`` come without asking.
-FILE_MASK: Final = _IN_MODIFY | _IN_CLOSE_WRITE | _IN_ATTRIB | _IN_DELETE_SELF | _IN_MOVE_SELF
+#: or it went away; and every open and close, which count the handles open on it.
+#: ``IN_UNMOUNT`` and ``IN_IGNORED`` come without asking.
+FILE_MASK: Final = (
+    _IN_MODIFY
+    | _IN_CLOSE_WRITE
+    | _IN_CLOSE_NOWRITE
+    | _IN_OPEN
+    | _IN_ATTRIB
+    | _IN_DELETE_SELF
+    | _IN_MOVE_SELF
+)
+#: The events of a file that only count handles: they wake nobody up.
+_HANDLES: Final = _IN_OPEN | _IN_CLOSE_NOWRITE
 #: A directory: entries appeared or went away, or the directory itself did. No
 #: ``IN_MODIFY``: the files' own watches report content changes.
 DIR_MASK: Final = (
@@ -126,6 +150,13 @@ class Inotify:
         self._wd_of: dict[str, int] = {}
         self._pending: set[str] = set()
         self._overflow = False
+        # Writes waiting for their close: watch descriptor -> when the wait is over.
+        self._close_waits: dict[int, float] = {}
+        self._writes: dict[int, Writes] = {}  # file watches only
+        # Entries that arrived by a rename (IN_MOVED_TO), heard since the last take() and
+        # in the round before it: a file added in that round starts with known counts.
+        self._arrived: set[str] = set()
+        self._arrived_before: set[str] = set()
         self._poll = select.poll()
         self._poll.register(fd, select.POLLIN)
 
@@ -157,6 +188,9 @@ class Inotify:
         old = self._wd_of.get(path)
         if old is not None and old != wd:
             self._forget(old)
+        if not directory and wd not in self._writes:
+            absolute = os.path.abspath(path)
+            self._writes[wd] = Writes(absolute in self._arrived or absolute in self._arrived_before)
         other = self._path_of.get(wd)
         if other is not None and other != path:
             # The same inode under two paths (a hard link, a bind mount of a directory
@@ -173,6 +207,8 @@ class Inotify:
             self._forget(wd)
 
     def _forget(self, wd: int) -> None:
+        self._writes.pop(wd, None)
+        self._close_waits.pop(wd, None)
         path = self._path_of.pop(wd, None)
         if path is not None and self._wd_of.get(path) == wd:
             del self._wd_of[path]
@@ -181,6 +217,11 @@ class Inotify:
     def watching(self, path: str) -> bool:
         """Whether ``path`` has a watch the kernel has not dropped."""
         return path in self._wd_of
+
+    def writes(self, path: str) -> Writes | None:
+        """What the kernel said about ``path``'s writers; ``None`` when no file watch has it."""
+        wd = self._wd_of.get(path)
+        return None if wd is None else self._writes.get(wd)
 
     def watched(self) -> dict[str, int]:
         """Path -> watch descriptor, for tests and debugging."""
@@ -195,41 +236,118 @@ class Inotify:
                 return
             except InterruptedError:  # pragma: no cover - PEP 475 retries os.read itself
                 continue
-            if not data:  # pragma: no cover - inotify never reports end of file
-                return
             self._parse(data)
+            if len(data) < _READ_SIZE // 2:
+                # The queue was emptied (a read hands out what is queued, up to the
+                # size): what comes later makes the descriptor readable again.
+                return
 
     def _parse(self, data: bytes) -> None:
         offset = 0
         size = _EVENT.size
+        now: float | None = None
         while offset + size <= len(data):
             wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-            offset += size + length
+            start = offset + size
+            offset = start + length
             if mask & _IN_Q_OVERFLOW:
                 self._overflow = True
+                for lost in self._writes.values():  # counts lost: trust none until a close
+                    lost.known, lost.opens, lost.opened_at = False, 0, None
+                self._close_waits.clear()
                 continue
             path = self._path_of.get(wd)
             if path is None:
                 continue  # a watch we already dropped
+            writes = self._writes.get(wd)
+            if writes is not None and mask & (_HANDLES | _IN_MODIFY | _IN_CLOSE_WRITE):
+                if now is None:
+                    now = time.monotonic()
+                if not self._count(wd, writes, mask, now):
+                    continue  # nothing that changes what a look would decide
+            elif length:
+                # A directory's entry came, went or was renamed: name the entry.
+                entry = os.path.join(path, os.fsdecode(data[start:offset].rstrip(b"\x00")))
+                if mask & _IN_MOVED_TO:
+                    self._arrived.add(os.path.abspath(entry))
+                self._pending.add(entry)
+                continue
             self._pending.add(path)
             if mask & _IN_IGNORED:
                 # The kernel removed the watch (file deleted, unmounted): forget it.
                 del self._path_of[wd]
+                self._writes.pop(wd, None)
+                self._close_waits.pop(wd, None)
                 if self._wd_of.get(path) == wd:
                     del self._wd_of[path]
 
+    def _count(self, wd: int, writes: Writes, mask: int, now: float) -> bool:
+        """Count one open, write or close of a file; whether it is worth a look."""
+        if mask & _IN_OPEN:
+            writes.opens += 1
+            if writes.opened_at is None:
+                writes.opened_at = now
+            return False
+        if mask & (_IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE):
+            writes.opens = max(0, writes.opens - 1)  # a handle opened before the watch: 0
+            if not writes.opens:
+                writes.opened_at = None
+            if mask & _IN_CLOSE_NOWRITE:
+                return False
+            writes.closes += 1
+            writes.dirty_at, writes.known = None, True
+            self._close_waits.pop(wd, None)
+            return True
+        # A write. With trusted counts its close brings the look (the session times the
+        # wait for it from dirty_at); a write is worth a look when the counts are not
+        # trusted, or when no close came within the wait (the session reads twice then,
+        # as for a writer that keeps the file open).
+        if writes.dirty_at is None:
+            writes.dirty_at = now
+            if writes.known:
+                self._close_waits[wd] = now + CLOSE_WAIT
+            return not writes.known
+        return not writes.known or now - writes.dirty_at >= CLOSE_WAIT
+
     def take(self) -> tuple[set[str], bool]:
-        """The paths that saw events since the last call, and whether events were lost."""
+        """The paths that saw events since the last call, and whether events were lost.
+
+        A file whose write was not followed by a close within :data:`CLOSE_WAIT`
+        is named too.
+        """
+        if self._close_waits:
+            now = time.monotonic()
+            for wd, at in list(self._close_waits.items()):
+                if at <= now:  # no close came: the path is looked at (and read twice)
+                    del self._close_waits[wd]
+                    path = self._path_of.get(wd)
+                    if path is not None:
+                        self._pending.add(path)
         pending, overflow = self._pending, self._overflow
         self._pending, self._overflow = set(), False
+        self._arrived_before, self._arrived = self._arrived, set()
         return pending, overflow
 
     def wait(self, timeout: float) -> tuple[set[str], bool]:
-        """Block until events arrive or ``timeout`` seconds pass; then :meth:`take`."""
-        if not self._pending and not self._overflow:
-            self._poll.poll(max(0, math.ceil(min(timeout * 1000, _MAX_POLL_MS))))
-        self.drain()
+        """Block until events worth a look arrive or ``timeout`` seconds pass; then :meth:`take`.
+
+        Events that only count handles (opens, reads closed) do not end the wait.
+        """
+        end = time.monotonic() + timeout
+        while not (self._pending or self._overflow):
+            now = time.monotonic()
+            due = self.due()
+            if due is not None and due <= now:
+                break  # take() names the file whose close did not come
+            left = max(0.0, min(end, due if due is not None else end) - now)
+            if not self._poll.poll(math.ceil(min(left * 1000, _MAX_POLL_MS))) and now + left >= end:
+                break  # the time is up
+            self.drain()
         return self.take()
+
+    def due(self) -> float | None:
+        """When the first wait for a writer's close is over (monotonic), or ``None``."""
+        return min(self._close_waits.values()) if self._close_waits else None
 
     def close(self) -> None:
         """Close the descriptor (every watch goes with it). Safe to call twice."""
@@ -239,3 +357,5 @@ class Inotify:
             self._fd = -1
             self._path_of.clear()
             self._wd_of.clear()
+            self._writes.clear()
+            self._close_waits.clear()

@@ -23,6 +23,8 @@ import threading
 import time
 from typing import Final
 
+from .base import Writes
+
 __all__ = ["INTERVAL", "PollingNotifier"]
 
 #: Seconds between two looks at every watched path.
@@ -88,6 +90,14 @@ class PollingNotifier:
 
     def watching(self, path: str) -> bool:
         return path in self._watched
+
+    def writes(self, path: str) -> Writes | None:
+        """Nothing is known about writers here: a change is read twice before it counts."""
+        return None
+
+    def due(self) -> float | None:
+        """Nothing is named without a report here."""
+        return None
 
     def drain(self) -> None:
         """Look at every watched path once; remember those that changed."""

@@ -14,7 +14,7 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Final
 
-from .base import BackendError, _reason
+from .base import BackendError, Writes, _reason
 
 if TYPE_CHECKING:
     from watchfiles import Change
@@ -77,6 +77,14 @@ class WatchfilesNotifier:
 
     def watching(self, path: str) -> bool:
         return os.path.abspath(path) in self._paths
+
+    def writes(self, path: str) -> Writes | None:
+        """Nothing is known about writers here: a change is read twice before it counts."""
+        return None
+
+    def due(self) -> float | None:
+        """Nothing is named without a report here."""
+        return None
 
     def drain(self) -> None:
         pass
