@@ -120,11 +120,35 @@ NUMA_ATTRIBUTES: Final[tuple[str, ...]] = (
 #: The standard PCIe root attribute (a string, or a list of them).
 PCIE_ROOT_ATTRIBUTE: Final = _STANDARD + "pcieRoot"
 
+
+def _split(names: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+    return tuple((name, *name.split("/", 1)) for name in names)  # type: ignore[misc] # 3 parts
+
+
+#: (qualified name, domain, local name) of each attribute looked up, split once.
+_PCI_NAMES: Final = _split(PCI_BUS_ID_ATTRIBUTES)
+_NUMA_NAMES: Final = _split(tuple(n for n in NUMA_ATTRIBUTES if not n.startswith("{")))
+_NUMA_OWN: Final = "numaNode"
+#: Where ``{driver}/numaNode`` is tried among the NUMA attributes.
+_OWN_AT: Final = NUMA_ATTRIBUTES.index("{driver}/numaNode")
+_NUMA_KNOWN: Final = frozenset(name for name, _, _ in _NUMA_NAMES)
+
+
+def _value(device: Device, qualified: str, domain: str, local: str) -> AttributeValue | None:
+    """The value of attribute ``qualified``, as :meth:`Device.attribute` resolves it."""
+    attributes = device.attributes
+    found = attributes.get(qualified)
+    if found is None and domain == device.driver:
+        found = attributes.get(local)
+    return None if found is None else found.value
+
+
 _ATTRIBUTE_KINDS: Final[tuple[tuple[str, DeviceKind], ...]] = (
     ("dra.net/ifName", "nic"),
     ("dra.cpu/cpuID", "cpu"),
 )
 
+_NORMAL_PCI: Final = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", re.ASCII)
 _PCI: Final = re.compile(
     r"(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})\.([0-7])", re.ASCII
 )
@@ -140,6 +164,8 @@ def normal_pci_address(text: str) -> str | None:
     >>> normal_pci_address("../../.."), normal_pci_address("0000:3b:00.0,0000:3c:00.0")
     (None, None)
     """
+    if _NORMAL_PCI.fullmatch(text):
+        return text
     found = _PCI.fullmatch(text)
     if found is None:
         return None
@@ -165,8 +191,10 @@ def pci_address_of(device: Device) -> PciAddress | None:
     >>> pci_address_of(Device("dra.net", "p", "n", {"pciAddress": A(string="../../x")}))
     PciAddress(value=None, source='dra.net/pciAddress', raw='../../x')
     """
-    for name in PCI_BUS_ID_ATTRIBUTES:
-        raw = device.attribute(name)
+    if not device.attributes:
+        return None
+    for name, domain, local in _PCI_NAMES:
+        raw = _value(device, name, domain, local)
         if raw is None:
             continue
         value = normal_pci_address(raw) if isinstance(raw, str) else None
@@ -203,6 +231,9 @@ class NumaNodes(NamedTuple):
         return len({frozenset(nodes) for _, nodes in self.sources}) > 1
 
 
+_NO_NUMA: Final = NumaNodes((), None, ())
+
+
 def numa_of(device: Device) -> NumaNodes:
     """The device's NUMA nodes, from the first of :data:`NUMA_ATTRIBUTES` it has.
 
@@ -210,14 +241,17 @@ def numa_of(device: Device) -> NumaNodes:
     >>> numa_of(Device("dra.cpu", "p", "c", {"numaNodeID": A(int=1)})).nodes
     (1,)
     """
+    if not device.attributes:
+        return _NO_NUMA
     sources: list[tuple[str, tuple[int, ...]]] = []
-    seen: set[str] = set()
-    for pattern in NUMA_ATTRIBUTES:
-        name = pattern.format(driver=device.driver)
-        if name in seen:
-            continue
-        seen.add(name)
-        nodes = int_values(device.attribute(name))
+    driver = device.driver
+    own = driver + "/" + _NUMA_OWN
+    for index, (name, domain, local) in enumerate(_NUMA_NAMES):
+        if index == _OWN_AT and own not in _NUMA_KNOWN:
+            nodes = int_values(_value(device, own, driver, _NUMA_OWN))
+            if nodes:
+                sources.append((own, nodes))
+        nodes = int_values(_value(device, name, domain, local))
         if nodes:
             sources.append((name, nodes))
     if not sources:
@@ -227,7 +261,8 @@ def numa_of(device: Device) -> NumaNodes:
 
 def pcie_roots_of(device: Device) -> tuple[str, ...]:
     """The standard ``pcieRoot`` as a tuple (a string, or a list kept whole)."""
-    value = device.attribute(PCIE_ROOT_ATTRIBUTE)
+    found = device.attributes.get(PCIE_ROOT_ATTRIBUTE)
+    value = None if found is None else found.value
     if isinstance(value, str):
         return (str(value),) if value else ()
     if isinstance(value, tuple) and all(isinstance(v, str) for v in value):

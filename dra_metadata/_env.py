@@ -91,6 +91,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
 
+from ._device import normal_pci_address, numa_of, pci_address_of, pcie_roots_of
 from ._errors import DRAMetadataError, EnvError
 from ._model import (
     DOMAIN_SEPARATOR,
@@ -400,18 +401,21 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
     """
     found: list[tuple[str, str, AttributeValue]] = []
     domain = device.driver + DOMAIN_SEPARATOR
-    placed = False
+    placed: list[tuple[str, AttributeValue]] = []
     for key, attribute in device.attributes.items():
         value = attribute.value
         if value is not None:
             qualified = key if DOMAIN_SEPARATOR in key else domain + key
             found.append((key, qualified, value))
-            if not placed and (qualified in _PLACEMENT_NAMES or qualified.endswith(_NUMA_SUFFIX)):
-                placed = True
-    if not placed:  # the common case: nothing the model answers
+            if qualified in _PLACEMENT_NAMES or qualified.endswith(_NUMA_SUFFIX):
+                placed.append((qualified, value))
+    if not placed or (  # the common cases: nothing the model answers, or as written
+        len(placed) == 1
+        and placed[0][0] == _STD_PCI
+        and isinstance(placed[0][1], str)
+        and normal_pci_address(placed[0][1]) == placed[0][1]
+    ):
         return found
-    from ._device import numa_of, pci_address_of, pcie_roots_of
-
     numa = numa_of(device)
     read = {name for name, _ in numa.sources}
     pci = pci_address_of(device)
