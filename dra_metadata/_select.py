@@ -31,20 +31,18 @@ MetadataNotFoundError ('gpu/high-memory',)
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
 from ._errors import MetadataNotFoundError
 from ._nearby import closest_first, not_found
-from ._paths import check_name, request_base
+from ._paths import ClaimKind, check_name, request_base
 
 if TYPE_CHECKING:
     from ._model import MergedDeviceMetadata
 
 __all__ = ["CLAIM_KINDS", "Place", "Question", "ask", "check_claim_kind", "narrow", "resolve"]
-
-ClaimKind = Literal["claim", "template"]
 
 #: The claim kinds a ``claim_kind=`` parameter takes.
 CLAIM_KINDS: tuple[ClaimKind, ...] = ("claim", "template")
@@ -92,6 +90,11 @@ class Question(msgspec.Struct, frozen=True, gc=False):
         return None if self.request is None else self.request.partition("/")[0]
 
     @property
+    def subrequest(self) -> bool:
+        """Whether exactly one subrequest (``req/sub``) was asked for."""
+        return self.request is not None and "/" in self.request
+
+    @property
     def narrows(self) -> bool:
         """Whether a claim, request or driver was named (an empty answer is then a not-found)."""
         return self.claim is not None or self.request is not None or self.driver is not None
@@ -102,7 +105,7 @@ class Question(msgspec.Struct, frozen=True, gc=False):
         Every one of them for no request or a base request; exactly ``req/sub`` for a
         subrequest (``()`` when another subrequest was allocated).
         """
-        if self.request is None or "/" not in self.request:
+        if not self.subrequest:
             return tuple(names)
         return tuple(name for name in names if name == self.request)
 
@@ -165,7 +168,9 @@ def resolve(
             kept.append((index, ()))
             continue
         names = question.keeps(place.names)
-        if names:
+        if names or not question.subrequest:
+            # A directory asked for by its base request answers whatever its files hold,
+            # no request entry at all included (Go's readers return that object too).
             kept.append((index, names))
         else:
             refused.append(place)

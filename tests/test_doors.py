@@ -434,19 +434,21 @@ SUBS = st.sampled_from(["high", "low", "x"])
 @settings(max_examples=200, deadline=None)
 @given(
     base=NAMES,
-    held=st.lists(SUBS.map(lambda s: s) | st.none(), min_size=1, max_size=3),
+    held=st.lists(SUBS.map(lambda s: s) | st.none(), min_size=0, max_size=3),
     asked=st.none() | SUBS,
 )
 def test_the_resolver_keeps_exactly_the_names_that_answer(
     base: str, held: list[str | None], asked: str | None
 ) -> None:
-    """R keeps every name; R/S keeps exactly R/S, and raises naming the allocated when none."""
+    """R keeps every name (none at all too: a file without request entries answers R, as
+    Go's readers answer it); R/S keeps exactly R/S, and raises naming the allocated when
+    none."""
     names = tuple(base if sub is None else f"{base}/{sub}" for sub in held)
     request = base if asked is None else f"{base}/{asked}"
     question = ask(kind="claim", claim="c", request=request)
     place = Place("claim", "c", base, "<dir>", names)
     wanted = names if asked is None else tuple(n for n in names if n == request)
-    if wanted:
+    if wanted or asked is None:
         assert resolve(question, "<root>", [place]) == [(0, wanted)]
     else:
         with pytest.raises(dm.MetadataNotFoundError) as err:
@@ -527,3 +529,21 @@ def test_show_json_keeps_a_driver_name_that_is_not_utf8(tmp_path: Path) -> None:
     )
     assert (done.returncode, done.stderr) == (0, b"")
     assert b'"generations": {\n    "d\xff": 1\n  }\n}\n' in done.stdout
+
+
+def test_a_file_without_request_entries_answers_its_base_request(tmp_path: Path) -> None:
+    """A driver's file in directory R that lists no request: R reads it (as Go does), R/S is
+    the not-allocated not-found (found by the Go reference's merge family)."""
+    directory = tmp_path / "resourceclaims" / "c" / "gpu"
+    directory.mkdir(parents=True)
+    (directory / "gpu.example.com-metadata.json").write_text(
+        '{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1beta1",'
+        '"metadata":{"name":"c","uid":"u","generation":3}}\n'
+    )
+    md = dm.read_resource_claim("c", "gpu", root=tmp_path)
+    assert md.requests == ()
+    assert md.sources[0].generation == 3
+    one = dm.read_resource_claim("c", "gpu", driver="gpu.example.com", root=tmp_path)
+    assert one.metadata.generation == 3
+    with pytest.raises(dm.MetadataNotFoundError, match="subrequest 'gpu/a' was not allocated"):
+        dm.read_resource_claim("c", "gpu/a", root=tmp_path)

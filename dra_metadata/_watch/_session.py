@@ -29,6 +29,7 @@ from .._paths import (
     METADATA_FILE_SUFFIX,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
+    ClaimKind,
     RootArg,
     driver_of,
     metadata_file_name,
@@ -36,7 +37,7 @@ from .._paths import (
     root_path,
 )
 from .._read import merge, read_fd
-from .._select import ClaimKind, Place, Question, ask, narrow, resolve
+from .._select import Place, Question, ask, narrow, resolve
 from ._backends import Backend, BackendError, Notifier, check_backend, open_notifier
 from ._backends.base import CLOSE_WAIT, Writes
 from ._conditions import Condition
@@ -130,7 +131,7 @@ class Target(msgspec.Struct, frozen=True):
         once, so the watch ends there with the error every door gives.
         """
         names = tuple(request.name for request in md.requests)
-        if self.question.request is None or "/" not in self.question.request:
+        if not self.question.subrequest:
             return names
         subdir, claim, base = self.parts
         kind: ClaimKind = "claim" if subdir == RESOURCE_CLAIMS_SUBDIR else "template"
