@@ -186,6 +186,7 @@ def test_the_base_request_answers_what_was_allocated_and_says_which_through_ever
     assert [r["name"] for r in json.loads(show.stdout)["requests"]] == [ALLOCATED]
     get = cli("get", *select, "uuid")
     assert (get.returncode, get.stdout) == (0, f"{uuid}\n")
+    assert f"note: request 'gpu' was allocated as {ALLOCATED}" in get.stderr
     ls = json.loads(cli("ls", *select, "--json").stdout)
     assert [row["requests"] for row in ls] == [[ALLOCATED]]
     shell = cli("env", *select)

@@ -49,7 +49,9 @@ qualified name prints the attribute as written.
 
 When a device lacks the attribute (or the request has no devices) nothing is
 printed and the exit code is 1, with the reason on stderr: every device must
-have it. --driver narrows the request to one driver's devices.
+have it. --driver narrows the request to one driver's devices. A request asked
+for by its base name (gpu) answers whatever subrequest was allocated, with a
+note on stderr naming it (gpu/high-memory).
 """
 
 
@@ -168,6 +170,10 @@ def _get(args: argparse.Namespace) -> int:
         return EXIT_UNDECODABLE if "no PCI address" in why else EXIT_FALSE
     for note in dict.fromkeys(note for note in notes if note):
         fail(f"note: {args.name} {note}")
+    if args.request is not None and "/" not in args.request:
+        held = [request.name for request in md.requests if request.name != args.request]
+        if held:  # the base request answers what was allocated: say which, as show and env do
+            fail(f"note: request {args.request!r} was allocated as {', '.join(held)}")
     if args.format == "json":
         import msgspec
 
