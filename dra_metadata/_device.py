@@ -59,7 +59,9 @@ True
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Final, Literal
+
+import msgspec
 
 if TYPE_CHECKING:
     from ._model import AttributeValue, Device
@@ -148,10 +150,10 @@ _ATTRIBUTE_KINDS: Final[tuple[tuple[str, DeviceKind], ...]] = (
     ("dra.cpu/cpuID", "cpu"),
 )
 
-_NORMAL_PCI: Final = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", re.ASCII)
-_PCI: Final = re.compile(
-    r"(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})\.([0-7])", re.ASCII
-)
+# Compiled on first use (re's own cache): a command that never meets a PCI address
+# does not pay for them at start-up.
+_NORMAL_PCI: Final = r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]"
+_PCI: Final = r"(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})\.([0-7])"
 
 
 def normal_pci_address(text: str) -> str | None:
@@ -164,16 +166,16 @@ def normal_pci_address(text: str) -> str | None:
     >>> normal_pci_address("../../.."), normal_pci_address("0000:3b:00.0,0000:3c:00.0")
     (None, None)
     """
-    if _NORMAL_PCI.fullmatch(text):
+    if re.fullmatch(_NORMAL_PCI, text, re.ASCII):
         return text
-    found = _PCI.fullmatch(text)
+    found = re.fullmatch(_PCI, text, re.ASCII)
     if found is None:
         return None
     domain, bus, slot, function = found.groups()
     return f"{int(domain or '0', 16):04x}:{int(bus, 16):02x}:{int(slot, 16):02x}.{function}"
 
 
-class PciAddress(NamedTuple):
+class PciAddress(msgspec.Struct, frozen=True, gc=False):
     """A device's PCI address: normalised ``value`` (``None``: not an address), its attribute."""
 
     #: The standard form, or ``None`` when the attribute holds no PCI address.
@@ -215,7 +217,7 @@ def int_values(value: AttributeValue | None) -> tuple[int, ...]:
     return ()
 
 
-class NumaNodes(NamedTuple):
+class NumaNodes(msgspec.Struct, frozen=True, gc=False):
     """A device's NUMA nodes, the attribute they came from, and every attribute's say."""
 
     #: The nodes of the first NUMA attribute the device has (a list kept whole).

@@ -31,7 +31,7 @@ MetadataNotFoundError ('gpu/high-memory',)
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -133,7 +133,7 @@ def ask(
     return Question(claim_kind, claim, request, driver)  # type: ignore[arg-type]  # checked
 
 
-class Place(NamedTuple):
+class Place(msgspec.Struct, frozen=True, gc=False):
     """One request directory found under the root, and the request names its files hold."""
 
     kind: ClaimKind

@@ -23,6 +23,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+import msgspec.structs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -459,7 +461,7 @@ def test_the_resolver_keeps_exactly_the_names_that_answer(
         assert f"subrequest {request!r} was not allocated" in str(err.value)
     # Another claim's directory never answers, whatever it holds: the not-found.
     with pytest.raises(dm.MetadataNotFoundError):
-        resolve(question, "<root>", [place._replace(claim="other")])
+        resolve(question, "<root>", [msgspec.structs.replace(place, claim="other")])
 
 
 @settings(max_examples=25, deadline=None)
