@@ -455,7 +455,7 @@ def check_live(
         )
     topo = inv.topology()
     for twice in topo.problems:
-        if "more than once" in twice.message:
+        if twice.kind == "duplicate":
             findings.append(
                 LiveFinding(
                     "device",

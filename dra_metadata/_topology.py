@@ -106,16 +106,23 @@ _CELL: Final[dict[Affinity, str]] = {
 
 
 class TopologyProblem(msgspec.Struct, frozen=True, gc=False):
-    """Two placement attributes of one device that disagree (both are kept in the message)."""
+    """What disagrees about one device: two of its placement attributes, or its listing.
 
-    #: The device whose attributes disagree.
+    ``kind`` says which: ``"numa"`` (two NUMA attributes name different nodes; both
+    are kept in the message) or ``"duplicate"`` (the request lists the device more
+    than once; it is counted once).
+    """
+
+    #: The device the problem is about.
     device: str
     #: The device's claim directory.
     claim: str
     #: The device's request.
     request: str
-    #: Both values, and where each came from.
+    #: What disagrees, and where each value came from.
     message: str
+    #: ``"numa"`` (NUMA attributes disagree) or ``"duplicate"`` (listed twice).
+    kind: Literal["numa", "duplicate"] = "numa"
 
     def __str__(self) -> str:
         return self.message
@@ -300,6 +307,7 @@ def build(
                     f"{mounted.claim_label} request {mounted.request!r} lists device "
                     f"{mounted.name!r} ({mounted.driver}, pool {mounted.pool!r}) more than "
                     "once; it is counted once",
+                    "duplicate",
                 )
             )
             continue
@@ -320,6 +328,7 @@ def build(
                     f"{mounted.claim_label} request {mounted.request!r} device "
                     f"{mounted.name!r} ({mounted.driver}): the NUMA attributes disagree: "
                     f"{said}; {numa.source} is used",
+                    "numa",
                 )
             )
         socket_value = mounted.attribute(_SOCKET)
