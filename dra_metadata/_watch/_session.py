@@ -450,6 +450,8 @@ class Session:
         self.settle_delay = STABLE_READ_DELAY
         self._warned: set[str] = set()
         self._dir_changes: list[Change] = []
+        # The request directory as the last walk opened it, kept between rounds.
+        self._opened: _Listing | None = None
 
     # The directory side.
 
@@ -637,16 +639,36 @@ class Session:
 
     # Rounds.
 
+    def _walk(self, again: bool) -> _Listing:
+        """The request directory opened as the scanner opens it; walked ``again`` if asked.
+
+        The descriptor is kept between rounds: a round that only looks at files
+        that changed reads them through the directory the last walk opened. The
+        walk is made again whenever the directory is listed again: when an entry
+        on the way came or went (the directory watches hear the request
+        directory itself go), at the safety-net rescan, after lost events, and
+        every round while the directory is missing or cannot be opened.
+        """
+        opened = self._opened
+        if again or opened is None or opened.fd is None or opened.error is not None:
+            if opened is not None:
+                opened.close()
+            opened = self._opened = _Listing(self.target)
+        return opened
+
+    def close(self) -> None:
+        """Close the request directory kept open (the session can begin again)."""
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None
+
     def begin(self, now: float) -> list[WatchEvent]:
         """Set up the watches and look at everything: the initial ``update`` events."""
         self.next_rescan = now + self.options.rescan_interval
         self._sync_dirs()
-        listing = _Listing(self.target)
-        try:
-            self._reconcile(listing, now)
-            return self._round(set(self.files), now, listing)
-        finally:
-            listing.close()
+        listing = self._walk(again=True)
+        self._reconcile(listing, now)
+        return self._round(set(self.files), now, listing)
 
     def process(self, triggers: set[str], overflow: bool, now: float) -> list[WatchEvent]:
         """Look at what the notifications name, what is due for a retry, and (when due) all.
@@ -669,15 +691,13 @@ class Session:
             to_look.update(self.files)
         if not relist and not to_look:
             return []
-        listing = _Listing(self.target)
-        try:
-            if relist:
-                self._sync_dirs()
-                to_look |= self._reconcile(listing, now)
-            lazy = set(self.files) - to_look if rescan else set()
-            return self._round(to_look, now, listing, lazy=lazy)
-        finally:
-            listing.close()
+        if relist:
+            self._sync_dirs()
+        listing = self._walk(again=relist)
+        if relist:
+            to_look |= self._reconcile(listing, now)
+        lazy = set(self.files) - to_look if rescan else set()
+        return self._round(to_look, now, listing, lazy=lazy)
 
     def _triggered(self, triggers: set[str]) -> tuple[set[str], bool]:
         """The followed files ``triggers`` name, and whether the directory must be listed.
@@ -873,7 +893,9 @@ class Run:
         return self.notifier
 
     def close(self) -> None:
-        """Close the notifier (every watch goes with it)."""
+        """Close the notifier (every watch goes with it) and the directory kept open."""
+        if self.session is not None:
+            self.session.close()
         if self.notifier is not None:
             self.notifier.close()
 
