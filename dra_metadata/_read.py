@@ -311,6 +311,11 @@ def read_request_dir(
 
 def merge(files: list[tuple[str, DeviceMetadata]]) -> MergedDeviceMetadata:
     """Merge decoded files of one request directory, in the order given, as Go does."""
+    if len(files) == 1:
+        path, md = files[0]
+        names = {request.name for request in md.requests}
+        if len(names) == len(md.requests):  # one file, no request twice: its requests as they are
+            return _merged(md.pod_claim_name, md.requests, [_source(path, md)])
     pod_claim_name: str | None = None
     order: list[str] = []
     devices: dict[str, list[Device]] = {}
@@ -323,25 +328,39 @@ def merge(files: list[tuple[str, DeviceMetadata]]) -> MergedDeviceMetadata:
                 order.append(request.name)
                 devices[request.name] = []
             devices[request.name].extend(request.devices)
-        meta = md.metadata
-        sources.append(
-            MetadataSource(
-                path=path,
-                driver=driver_of(path),
-                api_version=md.api_version,
-                generation=meta.generation,
-                claim_uid=meta.uid,
-                claim_name=meta.name,
-                claim_namespace=meta.namespace,
-            )
-        )
+        sources.append(_source(path, md))
+    return _merged(
+        pod_claim_name,
+        tuple(DeviceMetadataRequest(name=name, devices=tuple(devices[name])) for name in order),
+        sources,
+    )
+
+
+def _source(path: str, md: DeviceMetadata) -> MetadataSource:
+    """Where one merged file came from."""
+    meta = md.metadata
+    return MetadataSource(
+        path=path,
+        driver=driver_of(path),
+        api_version=md.api_version,
+        generation=meta.generation,
+        claim_uid=meta.uid,
+        claim_name=meta.name,
+        claim_namespace=meta.namespace,
+    )
+
+
+def _merged(
+    pod_claim_name: str | None,
+    requests: tuple[DeviceMetadataRequest, ...],
+    sources: list[MetadataSource],
+) -> MergedDeviceMetadata:
+    """The merged object; a warning when the files disagree on the claim UID."""
     versions = {source.api_version for source in sources}
     merged = MergedDeviceMetadata(
         api_version=versions.pop() if len(versions) == 1 else "",
         pod_claim_name=pod_claim_name,
-        requests=tuple(
-            DeviceMetadataRequest(name=name, devices=tuple(devices[name])) for name in order
-        ),
+        requests=requests,
         sources=tuple(sources),
     )
     conflicts = merged.conflicting_sources

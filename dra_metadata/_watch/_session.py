@@ -470,7 +470,12 @@ class Session:
                     self.notifier.remove(self.dir_path)
                 # Links are followed up to the root, never below it.
                 follow = not path.startswith(root.rstrip(os.sep) + os.sep) or path == root
-                problem = self.notifier.add(path, directory=True, follow=follow)
+                # In the request directory only metadata files matter (the one driver's,
+                # when one is watched); in an ancestor, anything may be on the way to it.
+                entries = None
+                if path == self.target.absolute:
+                    entries = self.target.file_name or METADATA_FILE_SUFFIX
+                problem = self.notifier.add(path, directory=True, follow=follow, entries=entries)
                 if problem in (errno.ENOENT, errno.ENOTDIR):
                     continue  # it went away meanwhile: walk again
                 if problem:
@@ -735,7 +740,8 @@ class Session:
         ]
         self._dir_changes.clear()
         lazy = lazy or set()
-        for path in sorted(to_look | lazy, key=os.fsencode):
+        looks = to_look | lazy
+        for path in sorted(looks, key=os.fsencode) if len(looks) > 1 else looks:
             if path in self.files:
                 changes = self._look(path, now, listing, lazy=path in lazy)
                 found.extend((path, driver_of(path), change) for change in changes)
@@ -763,14 +769,15 @@ class Session:
 
     def merged(self) -> MergedDeviceMetadata | None:
         """The request merged over each present file's last delivered object."""
+        files = self.files
         good = [
-            (path, self.files[path].state.good)
-            for path in sorted(self.files, key=os.fsencode)
-            if self.files[path].state.good is not None
+            (path, md)
+            for path in (sorted(files, key=os.fsencode) if len(files) > 1 else files)
+            if (md := files[path].state.good) is not None
         ]
         if not good:
             return None
-        md = merge([(path, md) for path, md in good if md is not None])
+        md = merge(good)
         return narrow(md, self.target.answers(md))
 
     def next_wait(self, now: float) -> float:

@@ -95,7 +95,9 @@ class Notifier(Protocol):
     def fileno(self) -> int | None:
         """A descriptor that is readable when something was reported, or ``None``."""
 
-    def add(self, path: str, *, directory: bool, follow: bool = False) -> int:
+    def add(
+        self, path: str, *, directory: bool, follow: bool = False, entries: str | None = None
+    ) -> int:
         """Watch what ``path`` shows now (again, if it is watched); 0, or an ``errno``.
 
         A directory watch hears entries come and go; a file watch hears the
@@ -104,6 +106,9 @@ class Notifier(Protocol):
         A link as the last part of ``path`` is followed only with ``follow``
         (the root and its ancestors); below the root the link itself is
         watched, so that replacing it is heard and its target never is.
+        ``entries``: of a directory's entries, only those whose names end so
+        are worth reporting (the request directory's metadata files; a
+        writer's temporary file is not); a notifier may report more.
         """
 
     def remove(self, path: str) -> None:

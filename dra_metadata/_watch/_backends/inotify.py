@@ -88,6 +88,11 @@ DIR_MASK: Final = (
 )
 
 _EVENT: Final = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
+_WD: Final = struct.Struct("i")
+#: The events of a file that its :class:`Writes` count.
+_COUNTED: Final = _HANDLES | _IN_MODIFY | _IN_CLOSE_WRITE
+#: An open and a close without a write, one watch's, as the kernel queues them.
+_PAIR_SIZE: Final = 2 * _EVENT.size
 _READ_SIZE: Final = 64 * 1024
 # The longest wait poll() takes, in milliseconds (a C int); longer waits just wake up once.
 _MAX_POLL_MS: Final = 2**31 - 1
@@ -157,6 +162,12 @@ class Inotify:
         # in the round before it: a file added in that round starts with known counts.
         self._arrived: set[str] = set()
         self._arrived_before: set[str] = set()
+        # Per directory watch that reports some entries only, how their names end.
+        self._entries: dict[int, bytes] = {}
+        # Per file watch, the bytes of an open and a close without a write (a read).
+        self._pairs: dict[int, bytes] = {}
+        # Watches replaced by a newer one on the same path, removed before the next wait.
+        self._dropped: list[int] = []
         self._poll = select.poll()
         self._poll.register(fd, select.POLLIN)
 
@@ -164,13 +175,18 @@ class Inotify:
         """The descriptor, readable when events are queued."""
         return self._fd
 
-    def add(self, path: str, *, directory: bool, follow: bool = False) -> int:
+    def add(
+        self, path: str, *, directory: bool, follow: bool = False, entries: str | None = None
+    ) -> int:
         """Watch the inode ``path`` shows now; 0 on success, else the ``errno``.
 
         Adding a path again moves its watch to the inode the path shows now (a
         mount appeared over it, or it was replaced); a watch on the same inode
         stays. A directory watch is refused (``ENOTDIR``) for anything else. A
-        link is not followed (``IN_DONT_FOLLOW``) unless ``follow``.
+        link is not followed (``IN_DONT_FOLLOW``) unless ``follow``. A
+        directory's entries whose names do not end with ``entries`` (when
+        given) wake nobody and are not reported: a writer that writes a
+        temporary file and renames it costs one wake-up, the rename's.
         """
         mask = DIR_MASK if directory else FILE_MASK
         if not follow:
@@ -187,10 +203,16 @@ class Inotify:
             return code or errno.EIO
         old = self._wd_of.get(path)
         if old is not None and old != wd:
-            self._forget(old)
+            # The path shows another inode (replaced, or a mount over it): its old watch
+            # is forgotten now and removed from the kernel before the next wait, so that
+            # the look that moved the watch reads the new file first.
+            self._forget(old, later=True)
         if not directory and wd not in self._writes:
             absolute = os.path.abspath(path)
             self._writes[wd] = Writes(absolute in self._arrived or absolute in self._arrived_before)
+            self._pairs[wd] = _EVENT.pack(wd, _IN_OPEN, 0, 0) + _EVENT.pack(
+                wd, _IN_CLOSE_NOWRITE, 0, 0
+            )
         other = self._path_of.get(wd)
         if other is not None and other != path:
             # The same inode under two paths (a hard link, a bind mount of a directory
@@ -198,6 +220,11 @@ class Inotify:
             self._wd_of.pop(other, None)
         self._path_of[wd] = path
         self._wd_of[path] = wd
+        if directory:
+            if entries is None:
+                self._entries.pop(wd, None)
+            else:
+                self._entries[wd] = os.fsencode(entries)
         return 0
 
     def remove(self, path: str) -> None:
@@ -206,13 +233,29 @@ class Inotify:
         if wd is not None:
             self._forget(wd)
 
-    def _forget(self, wd: int) -> None:
+    def _forget(self, wd: int, *, later: bool = False) -> None:
+        """Drop what is known of watch ``wd`` and remove it (``later``: before the next wait).
+
+        Its events that are still queued name no path any more and are skipped.
+        """
         self._writes.pop(wd, None)
         self._close_waits.pop(wd, None)
+        self._pairs.pop(wd, None)
+        self._entries.pop(wd, None)
         path = self._path_of.pop(wd, None)
         if path is not None and self._wd_of.get(path) == wd:
             del self._wd_of[path]
-        self._libc.rm_watch(self._fd, wd)  # fails harmlessly when the kernel dropped it already
+        if later:
+            self._dropped.append(wd)
+        else:
+            self._libc.rm_watch(self._fd, wd)  # fails harmlessly if the kernel dropped it
+
+    def _remove_dropped(self) -> None:
+        """Remove from the kernel the watches :meth:`add` replaced."""
+        dropped, self._dropped = self._dropped, []
+        for wd in dropped:
+            if wd not in self._path_of:  # not handed out again meanwhile
+                self._libc.rm_watch(self._fd, wd)
 
     def watching(self, path: str) -> bool:
         """Whether ``path`` has a watch the kernel has not dropped."""
@@ -243,31 +286,43 @@ class Inotify:
                 return
 
     def _parse(self, data: bytes) -> None:
+        if len(data) == _PAIR_SIZE and data == self._pairs.get(_WD.unpack_from(data)[0]):
+            # One open and one close without a write of a watched file, alone in the
+            # queue (the watch's own read, nearly always): the counts end where they
+            # were and nobody is woken, so there is nothing to do.
+            return
         offset = 0
         size = _EVENT.size
+        end = len(data)
+        unpack = _EVENT.unpack_from
+        path_of, all_writes = self._path_of, self._writes
         now: float | None = None
-        while offset + size <= len(data):
-            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+        while offset + size <= end:
+            wd, mask, _cookie, length = unpack(data, offset)
             start = offset + size
             offset = start + length
             if mask & _IN_Q_OVERFLOW:
                 self._overflow = True
-                for lost in self._writes.values():  # counts lost: trust none until a close
+                for lost in all_writes.values():  # counts lost: trust none until a close
                     lost.known, lost.opens, lost.opened_at = False, 0, None
                 self._close_waits.clear()
                 continue
-            path = self._path_of.get(wd)
+            path = path_of.get(wd)
             if path is None:
                 continue  # a watch we already dropped
-            writes = self._writes.get(wd)
-            if writes is not None and mask & (_HANDLES | _IN_MODIFY | _IN_CLOSE_WRITE):
+            writes = all_writes.get(wd)
+            if writes is not None and mask & _COUNTED:
                 if now is None:
                     now = time.monotonic()
                 if not self._count(wd, writes, mask, now):
                     continue  # nothing that changes what a look would decide
             elif length:
                 # A directory's entry came, went or was renamed: name the entry.
-                entry = os.path.join(path, os.fsdecode(data[start:offset].rstrip(b"\x00")))
+                name = data[start:offset].rstrip(b"\x00")
+                ending = self._entries.get(wd)
+                if ending is not None and not name.endswith(ending):
+                    continue  # nothing the watch follows (a writer's temporary file)
+                entry = os.path.join(path, os.fsdecode(name))
                 if mask & _IN_MOVED_TO:
                     self._arrived.add(os.path.abspath(entry))
                 self._pending.add(entry)
@@ -275,9 +330,11 @@ class Inotify:
             self._pending.add(path)
             if mask & _IN_IGNORED:
                 # The kernel removed the watch (file deleted, unmounted): forget it.
-                del self._path_of[wd]
-                self._writes.pop(wd, None)
+                del path_of[wd]
+                all_writes.pop(wd, None)
                 self._close_waits.pop(wd, None)
+                self._pairs.pop(wd, None)
+                self._entries.pop(wd, None)
                 if self._wd_of.get(path) == wd:
                     del self._wd_of[path]
 
@@ -315,6 +372,8 @@ class Inotify:
         A file whose write was not followed by a close within :data:`CLOSE_WAIT`
         is named too.
         """
+        if self._dropped:  # the asyncio driver takes before it waits
+            self._remove_dropped()
         if self._close_waits:
             now = time.monotonic()
             for wd, at in list(self._close_waits.items()):
@@ -333,6 +392,8 @@ class Inotify:
 
         Events that only count handles (opens, reads closed) do not end the wait.
         """
+        if self._dropped:
+            self._remove_dropped()
         end = time.monotonic() + timeout
         while not (self._pending or self._overflow):
             now = time.monotonic()
@@ -352,6 +413,9 @@ class Inotify:
     def close(self) -> None:
         """Close the descriptor (every watch goes with it). Safe to call twice."""
         if self._fd >= 0:
+            self._dropped.clear()
+            self._pairs.clear()
+            self._entries.clear()
             self._poll.unregister(self._fd)
             os.close(self._fd)
             self._fd = -1

@@ -74,7 +74,9 @@ class PollingNotifier:
     def fileno(self) -> int | None:
         return None
 
-    def add(self, path: str, *, directory: bool, follow: bool = False) -> int:
+    def add(
+        self, path: str, *, directory: bool, follow: bool = False, entries: str | None = None
+    ) -> int:
         if "\x00" in path:
             return errno.EINVAL
         seen = _look(path, directory, follow)

@@ -60,7 +60,9 @@ class WatchfilesNotifier:
     def fileno(self) -> int | None:
         return None
 
-    def add(self, path: str, *, directory: bool, follow: bool = False) -> int:
+    def add(
+        self, path: str, *, directory: bool, follow: bool = False, entries: str | None = None
+    ) -> int:
         try:
             info = os.stat(path) if follow else os.lstat(path)
         except OSError as err:
