@@ -155,7 +155,7 @@ def driver_of(file_name: str) -> str:
     >>> driver_of("/r/resourceclaims/c/gpu/gpu.example.com-metadata.json")
     'gpu.example.com'
     """
-    return os.path.basename(file_name).removesuffix(METADATA_FILE_SUFFIX)
+    return file_name.rpartition("/")[2].removesuffix(METADATA_FILE_SUFFIX)  # os.path.basename
 
 
 def resource_claim_file_path(driver: str, claim: str, request: str, *, root: RootArg = None) -> str:

@@ -313,9 +313,16 @@ def merge(files: list[tuple[str, DeviceMetadata]]) -> MergedDeviceMetadata:
     """Merge decoded files of one request directory, in the order given, as Go does."""
     if len(files) == 1:
         path, md = files[0]
-        names = {request.name for request in md.requests}
-        if len(names) == len(md.requests):  # one file, no request twice: its requests as they are
-            return _merged(md.pod_claim_name, md.requests, [_source(path, md)])
+        requests = md.requests
+        if len(requests) < 2 or len({request.name for request in requests}) == len(requests):
+            # One file, no request twice: its requests as they are, no UID to disagree on.
+            source = _source(path, md)
+            return MergedDeviceMetadata(
+                api_version=source.api_version,
+                pod_claim_name=md.pod_claim_name,
+                requests=requests,
+                sources=(source,),
+            )
     pod_claim_name: str | None = None
     order: list[str] = []
     devices: dict[str, list[Device]] = {}

@@ -122,6 +122,7 @@ class Target(msgspec.Struct, frozen=True):
     root: str  # the caller's root (it may be a link; nothing below it may)
     parts: tuple[str, str, str]  # the kind directory, the claim and the request below it
     question: Question  # what was asked, for the one resolver (a subrequest is checked)
+    subrequest: bool = False  # question.subrequest: else every request of a file answers
 
     def answers(self, md: DeviceMetadata) -> tuple[str, ...]:
         """The request names of ``md`` that answer; the readers' not-found when none does.
@@ -130,8 +131,8 @@ class Target(msgspec.Struct, frozen=True):
         for ``gpu/low-memory``) can never come to hold it: the allocation is made
         once, so the watch ends there with the error every door gives.
         """
-        names = tuple(request.name for request in md.requests)
-        if not self.question.subrequest:
+        names = tuple([request.name for request in md.requests])
+        if not self.subrequest:
             return names
         subdir, claim, base = self.parts
         kind: ClaimKind = "claim" if subdir == RESOURCE_CLAIMS_SUBDIR else "template"
@@ -192,7 +193,16 @@ def plan(
         request=request,
         driver=driver,
     )
-    target = Target(directory, os.path.abspath(directory), driver, file_name, top, parts, question)
+    target = Target(
+        directory,
+        os.path.abspath(directory),
+        driver,
+        file_name,
+        top,
+        parts,
+        question,
+        question.subrequest,
+    )
     if isinstance(max_size, bool) or not isinstance(max_size, int):
         raise TypeError(f"max_size must be an int, not {type(max_size).__name__}")
     if not rescan_interval > 0:
@@ -241,7 +251,9 @@ class Tracked:
         "candidate",
         "candidate_at",
         "candidate_signature",
+        "driver",
         "identity",
+        "name",
         "raw",
         "raw_md",
         "read_at",
@@ -252,6 +264,8 @@ class Tracked:
 
     def __init__(self, state: FileState) -> None:
         self.state = state
+        self.name = os.path.basename(state.path)  # the file's name in the request directory
+        self.driver = driver_of(state.path)
         self.identity: tuple[int, int] | None = None  # (st_dev, st_ino) the watch is on
         self.raw: bytes | None = None  # the last bytes that decoded, and what they gave
         self.raw_md: DeviceMetadata | None = None
@@ -540,7 +554,7 @@ class Session:
             return state.broken(listing.error, now=now)
         if listing.fd is None:
             return self._gone(path, now)
-        name = os.path.basename(path)
+        name = tracked.name
         try:
             info = os.stat(name, dir_fd=listing.fd, follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
@@ -558,12 +572,14 @@ class Session:
             tracked.identity = identity if not problem else None
             if problem and problem not in (errno.ENOENT, errno.ENOTDIR):
                 self._warn(path, problem)
-        if stat.S_ISLNK(info.st_mode):  # watched itself above, so its replacement is heard
-            return state.broken(_link_error(path), nlink=info.st_nlink, now=now)
-        if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
-            # A FIFO, a device, a socket: refused without being opened.
-            error = DRAMetadataError(f"{path}: not a regular file", path=path)
-            return state.broken(error, nlink=info.st_nlink, now=now)
+        mode = info.st_mode
+        if not stat.S_ISREG(mode):
+            if stat.S_ISLNK(mode):  # watched itself above, so its replacement is heard
+                return state.broken(_link_error(path), nlink=info.st_nlink, now=now)
+            if not stat.S_ISDIR(mode):
+                # A FIFO, a device, a socket: refused without being opened.
+                error = DRAMetadataError(f"{path}: not a regular file", path=path)
+                return state.broken(error, nlink=info.st_nlink, now=now)
         if lazy and not state.broken_now and tracked.unchanged(info):
             return []
         writes = None if self.settle_delay is None else self.notifier.writes(path)
@@ -606,7 +622,8 @@ class Session:
                 error = DecodeError(f"{path}: {err}", path=path)
                 return state.broken(error, nlink=info.st_nlink, now=now)
             tracked.raw, tracked.raw_md = data, md
-        self.target.answers(md)  # another subrequest than the one asked: the not-found, now
+        if self.target.subrequest:
+            self.target.answers(md)  # another subrequest than the one asked: the not-found
         tracked.signature, tracked.read_at = signature(info), read_at
         return state.decoded(md, nlink=info.st_nlink, now=now)
 
@@ -735,33 +752,36 @@ class Session:
     def _round(
         self, to_look: set[str], now: float, listing: _Listing, *, lazy: set[str] | None = None
     ) -> list[WatchEvent]:
-        found: list[tuple[str, str, Change]] = [
-            (self.target.directory, "", change) for change in self._dir_changes
-        ]
-        self._dir_changes.clear()
+        found: list[tuple[str, str, Change]] = []
+        if self._dir_changes:
+            found += [(self.target.directory, "", change) for change in self._dir_changes]
+            self._dir_changes.clear()
         lazy = lazy or set()
-        looks = to_look | lazy
+        looks = to_look | lazy if lazy else to_look
         for path in sorted(looks, key=os.fsencode) if len(looks) > 1 else looks:
-            if path in self.files:
-                changes = self._look(path, now, listing, lazy=path in lazy)
-                found.extend((path, driver_of(path), change) for change in changes)
+            tracked = self.files.get(path)
+            if tracked is not None:
+                for change in self._look(path, now, listing, lazy=path in lazy):
+                    found.append((path, tracked.driver, change))
         if not found:
             return []
         merged = self.merged()
-        return [
-            WatchEvent(
-                kind=change.kind,
-                path=path,
-                driver=driver,
-                generation=change.generation,
-                claim_uid=change.claim_uid,
-                metadata=change.metadata,
-                merged=merged,
-                message=change.message,
-                error=change.error,
+        events = []
+        for path, driver, change in found:
+            events.append(
+                WatchEvent(
+                    kind=change.kind,
+                    path=path,
+                    driver=driver,
+                    generation=change.generation,
+                    claim_uid=change.claim_uid,
+                    metadata=change.metadata,
+                    merged=merged,
+                    message=change.message,
+                    error=change.error,
+                )
             )
-            for path, driver, change in found
-        ]
+        return events
 
     def settling(self) -> bool:
         """Whether a changed file waits for the read that confirms it (stable-read rule)."""
@@ -778,7 +798,7 @@ class Session:
         if not good:
             return None
         md = merge(good)
-        return narrow(md, self.target.answers(md))
+        return narrow(md, self.target.answers(md)) if self.target.subrequest else md
 
     def next_wait(self, now: float) -> float:
         """Seconds until the next timer (a retry, a confirming read, or the rescan)."""

@@ -122,14 +122,18 @@ class FileState:
 
     def decoded(self, md: DeviceMetadata, *, nlink: int, now: float) -> list[Change]:
         """The file held the complete object ``md``; ``nlink`` is its link count."""
-        self._end_bad_spell()
+        if self._bad_since is not None:  # else every field of a bad spell is at rest
+            self._end_bad_spell()
         changes: list[Change] = []
-        uid, generation = md.metadata.uid, md.metadata.generation
+        meta = md.metadata
+        uid, generation = meta.uid, meta.generation
         last = self.delivered
         if last is None or uid != last[0] or generation > last[1]:
             self.delivered = (uid, generation)
             self.good = md
             changes.append(Change(WatchEventKind.UPDATE, generation, uid, md))
+        if nlink > 0 and not self.stale:
+            return changes
         changes.extend(self._links(nlink, decodes=True))
         return changes
 

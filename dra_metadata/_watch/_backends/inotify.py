@@ -34,6 +34,7 @@ import math
 import os
 import select
 import struct
+import sys
 import time
 from typing import Final
 
@@ -58,6 +59,8 @@ _IN_IGNORED: Final = 0x00008000
 _IN_ONLYDIR: Final = 0x01000000
 _IN_DONT_FOLLOW: Final = 0x02000000
 _IN_NONBLOCK: Final = os.O_NONBLOCK
+_FS_ENCODING: Final = sys.getfilesystemencoding()
+_FS_ERRORS: Final = sys.getfilesystemencodeerrors()
 _IN_CLOEXEC: Final = os.O_CLOEXEC
 
 #: A metadata file: its content changed (each write, and the writer's close), its
@@ -88,7 +91,9 @@ DIR_MASK: Final = (
 )
 
 _EVENT: Final = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
+_EVENT_SIZE: Final = _EVENT.size
 _WD: Final = struct.Struct("i")
+_CLOSES: Final = _IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE
 #: The events of a file that its :class:`Writes` count.
 _COUNTED: Final = _HANDLES | _IN_MODIFY | _IN_CLOSE_WRITE
 #: An open and a close without a write, one watch's, as the kernel queues them.
@@ -164,6 +169,10 @@ class Inotify:
         self._arrived_before: set[str] = set()
         # Per directory watch that reports some entries only, how their names end.
         self._entries: dict[int, bytes] = {}
+        # Per directory watch, its absolute path ending in "/" (an arrived entry's prefix).
+        self._absolute: dict[int, str] = {}
+        # A file's path as given to add() -> its absolute path (the cwd does not change).
+        self._absolute_of: dict[str, str] = {}
         # Per file watch, the bytes of an open and a close without a write (a read).
         self._pairs: dict[int, bytes] = {}
         # Watches replaced by a newer one on the same path, removed before the next wait.
@@ -208,8 +217,13 @@ class Inotify:
             # the look that moved the watch reads the new file first.
             self._forget(old, later=True)
         if not directory and wd not in self._writes:
-            absolute = os.path.abspath(path)
-            self._writes[wd] = Writes(absolute in self._arrived or absolute in self._arrived_before)
+            arrived = False
+            if self._arrived or self._arrived_before:
+                absolute = self._absolute_of.get(path)
+                if absolute is None:
+                    absolute = self._absolute_of[path] = os.path.abspath(path)
+                arrived = absolute in self._arrived or absolute in self._arrived_before
+            self._writes[wd] = Writes(arrived)
             self._pairs[wd] = _EVENT.pack(wd, _IN_OPEN, 0, 0) + _EVENT.pack(
                 wd, _IN_CLOSE_NOWRITE, 0, 0
             )
@@ -221,6 +235,7 @@ class Inotify:
         self._path_of[wd] = path
         self._wd_of[path] = wd
         if directory:
+            self._absolute[wd] = os.path.join(os.path.abspath(path), "")
             if entries is None:
                 self._entries.pop(wd, None)
             else:
@@ -242,6 +257,7 @@ class Inotify:
         self._close_waits.pop(wd, None)
         self._pairs.pop(wd, None)
         self._entries.pop(wd, None)
+        self._absolute.pop(wd, None)
         path = self._path_of.pop(wd, None)
         if path is not None and self._wd_of.get(path) == wd:
             del self._wd_of[path]
@@ -291,80 +307,88 @@ class Inotify:
             # queue (the watch's own read, nearly always): the counts end where they
             # were and nobody is woken, so there is nothing to do.
             return
-        offset = 0
-        size = _EVENT.size
-        end = len(data)
+        offset, end = 0, len(data)
         unpack = _EVENT.unpack_from
-        path_of, all_writes = self._path_of, self._writes
-        now: float | None = None
-        while offset + size <= end:
+        all_writes, pending, entries = self._writes, self._pending, self._entries
+        now = time.monotonic()
+        while offset < end:
             wd, mask, _cookie, length = unpack(data, offset)
-            start = offset + size
-            offset = start + length
-            if mask & _IN_Q_OVERFLOW:
-                self._overflow = True
-                for lost in all_writes.values():  # counts lost: trust none until a close
-                    lost.known, lost.opens, lost.opened_at = False, 0, None
-                self._close_waits.clear()
-                continue
-            path = path_of.get(wd)
-            if path is None:
-                continue  # a watch we already dropped
+            offset += _EVENT_SIZE + length
             writes = all_writes.get(wd)
-            if writes is not None and mask & _COUNTED:
-                if now is None:
-                    now = time.monotonic()
-                if not self._count(wd, writes, mask, now):
-                    continue  # nothing that changes what a look would decide
-            elif length:
-                # A directory's entry came, went or was renamed: name the entry.
-                name = data[start:offset].rstrip(b"\x00")
-                ending = self._entries.get(wd)
-                if ending is not None and not name.endswith(ending):
-                    continue  # nothing the watch follows (a writer's temporary file)
-                entry = os.path.join(path, os.fsdecode(name))
-                if mask & _IN_MOVED_TO:
-                    self._arrived.add(os.path.abspath(entry))
-                self._pending.add(entry)
-                continue
-            self._pending.add(path)
-            if mask & _IN_IGNORED:
-                # The kernel removed the watch (file deleted, unmounted): forget it.
-                del path_of[wd]
-                all_writes.pop(wd, None)
-                self._close_waits.pop(wd, None)
-                self._pairs.pop(wd, None)
-                self._entries.pop(wd, None)
-                if self._wd_of.get(path) == wd:
-                    del self._wd_of[path]
+            if writes is None or not mask & _COUNTED:
+                if length:
+                    # A directory's entry came, went or was renamed.
+                    name = data[offset - length : offset].rstrip(b"\x00")
+                    ending = entries.get(wd)
+                    if ending is None or name.endswith(ending):
+                        self._other(wd, mask, name)
+                    # else nothing the watch follows (a writer's temporary file)
+                elif writes is None or mask & _IN_IGNORED:
+                    self._other(wd, mask, b"")
+                else:  # a followed file's links or mode changed, or it was moved or deleted
+                    pending.add(self._path_of[wd])
+            # An open, a write or a close of a followed file: counted. Only what
+            # changes what a look would decide names the file.
+            elif mask & _IN_OPEN:
+                writes.opens += 1
+                if writes.opened_at is None:
+                    writes.opened_at = now
+            elif mask & _CLOSES:
+                # A handle opened before the watch began leaves the count at 0.
+                writes.opens = opens = max(0, writes.opens - 1)
+                if not opens:
+                    writes.opened_at = None
+                if mask & _IN_CLOSE_WRITE:
+                    writes.closes += 1
+                    writes.dirty_at, writes.known = None, True
+                    self._close_waits.pop(wd, None)
+                    pending.add(self._path_of[wd])
+            # A write. With trusted counts its close brings the look (the session times
+            # the wait for it from dirty_at); a write is worth a look when the counts are
+            # not trusted, or when no close came within the wait (the session reads
+            # twice then, as for a writer that keeps the file open).
+            elif writes.dirty_at is None:
+                writes.dirty_at = now
+                if writes.known:
+                    self._close_waits[wd] = now + CLOSE_WAIT
+                else:
+                    pending.add(self._path_of[wd])
+            elif not writes.known or now - writes.dirty_at >= CLOSE_WAIT:
+                pending.add(self._path_of[wd])
 
-    def _count(self, wd: int, writes: Writes, mask: int, now: float) -> bool:
-        """Count one open, write or close of a file; whether it is worth a look."""
-        if mask & _IN_OPEN:
-            writes.opens += 1
-            if writes.opened_at is None:
-                writes.opened_at = now
-            return False
-        if mask & (_IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE):
-            writes.opens = max(0, writes.opens - 1)  # a handle opened before the watch: 0
-            if not writes.opens:
-                writes.opened_at = None
-            if mask & _IN_CLOSE_NOWRITE:
-                return False
-            writes.closes += 1
-            writes.dirty_at, writes.known = None, True
+    def _other(self, wd: int, mask: int, name: bytes) -> None:
+        """One event that counts no handle: an entry of a directory, a file's links, a loss."""
+        if mask & _IN_Q_OVERFLOW:
+            self._overflow = True
+            for lost in self._writes.values():  # counts lost: trust none until a close
+                lost.known, lost.opens, lost.opened_at = False, 0, None
+            self._close_waits.clear()
+            return
+        path = self._path_of.get(wd)
+        if path is None:
+            return  # a watch we already dropped
+        if name:
+            # A directory's entry came, went or was renamed: name the entry, the path
+            # given to add() joined to the name as os.path.join would (a name has no
+            # "/"), decoded as os.fsdecode would: those, and abspath, are each a cold
+            # stretch of code for a watcher that has slept.
+            text = name.decode(_FS_ENCODING, _FS_ERRORS)
+            entry = path + text if path.endswith("/") else f"{path}/{text}"
+            if mask & _IN_MOVED_TO:
+                self._arrived.add(self._absolute[wd] + text)
+            self._pending.add(entry)
+            return
+        self._pending.add(path)
+        if mask & _IN_IGNORED:
+            # The kernel removed the watch (file deleted, unmounted): forget it.
+            del self._path_of[wd]
+            self._writes.pop(wd, None)
             self._close_waits.pop(wd, None)
-            return True
-        # A write. With trusted counts its close brings the look (the session times the
-        # wait for it from dirty_at); a write is worth a look when the counts are not
-        # trusted, or when no close came within the wait (the session reads twice then,
-        # as for a writer that keeps the file open).
-        if writes.dirty_at is None:
-            writes.dirty_at = now
-            if writes.known:
-                self._close_waits[wd] = now + CLOSE_WAIT
-            return not writes.known
-        return not writes.known or now - writes.dirty_at >= CLOSE_WAIT
+            self._pairs.pop(wd, None)
+            self._entries.pop(wd, None)
+            self._absolute.pop(wd, None)
+            if self._wd_of.get(path) == wd:
+                del self._wd_of[path]
 
     def take(self) -> tuple[set[str], bool]:
         """The paths that saw events since the last call, and whether events were lost.
@@ -416,6 +440,7 @@ class Inotify:
             self._dropped.clear()
             self._pairs.clear()
             self._entries.clear()
+            self._absolute.clear()
             self._poll.unregister(self._fd)
             os.close(self._fd)
             self._fd = -1
