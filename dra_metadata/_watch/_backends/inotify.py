@@ -173,6 +173,9 @@ class Inotify:
         self._absolute: dict[int, str] = {}
         # A file's path as given to add() -> its absolute path (the cwd does not change).
         self._absolute_of: dict[str, str] = {}
+        # Files that arrived by a rename, whose watch is added before the next wait:
+        # path -> (the path encoded, the mask, what their writers will be counted in).
+        self._deferred: dict[str, tuple[bytes, int, Writes]] = {}
         # Per file watch, the bytes of an open and a close without a write (a read).
         self._pairs: dict[int, bytes] = {}
         # Watches replaced by a newer one on the same path, removed before the next wait.
@@ -201,11 +204,45 @@ class Inotify:
         if not follow:
             mask |= _IN_DONT_FOLLOW
         try:
-            encoded = os.fsencode(path)
+            encoded = path.encode(_FS_ENCODING, _FS_ERRORS)  # os.fsencode, for a str
         except UnicodeError:
             return errno.EINVAL
         if b"\x00" in encoded:
             return errno.EINVAL
+        if not directory and self._arrived_here(path):
+            # Renamed into place: written whole before it came, so it is read at once,
+            # and its watch is added after that read is delivered (the system call is
+            # no small part of the delay); then it is looked at once more, so that
+            # nothing written in between goes unheard.
+            old = self._wd_of.get(path)
+            if old is not None:
+                self._forget(old, later=True)
+            if path not in self._deferred:
+                self._deferred[path] = (encoded, mask, Writes(True))
+            return 0
+        self._deferred.pop(path, None)
+        return self._add_now(path, encoded, mask, directory=directory, entries=entries)
+
+    def _arrived_here(self, path: str) -> bool:
+        """Whether a file arrived at ``path`` by a rename, heard in this round or the last."""
+        if not (self._arrived or self._arrived_before):
+            return False
+        absolute = self._absolute_of.get(path)
+        if absolute is None:
+            absolute = self._absolute_of[path] = os.path.abspath(path)
+        return absolute in self._arrived or absolute in self._arrived_before
+
+    def _add_now(
+        self,
+        path: str,
+        encoded: bytes,
+        mask: int,
+        *,
+        directory: bool,
+        entries: str | None = None,
+        writes: Writes | None = None,
+    ) -> int:
+        """Add the watch (one system call) and map it; 0, or the ``errno``."""
         wd = self._libc.add_watch(self._fd, encoded, mask)
         if wd < 0:
             code: int = ctypes.get_errno()
@@ -217,13 +254,7 @@ class Inotify:
             # the look that moved the watch reads the new file first.
             self._forget(old, later=True)
         if not directory and wd not in self._writes:
-            arrived = False
-            if self._arrived or self._arrived_before:
-                absolute = self._absolute_of.get(path)
-                if absolute is None:
-                    absolute = self._absolute_of[path] = os.path.abspath(path)
-                arrived = absolute in self._arrived or absolute in self._arrived_before
-            self._writes[wd] = Writes(arrived)
+            self._writes[wd] = writes if writes is not None else Writes(False)
             self._pairs[wd] = _EVENT.pack(wd, _IN_OPEN, 0, 0) + _EVENT.pack(
                 wd, _IN_CLOSE_NOWRITE, 0, 0
             )
@@ -242,8 +273,20 @@ class Inotify:
                 self._entries[wd] = os.fsencode(entries)
         return 0
 
+    def _add_deferred(self) -> None:
+        """Add the watches :meth:`add` put off; name their files, to be looked at again.
+
+        A file that cannot be watched now (removed meanwhile) is named too: the
+        look finds out, and adds the watch again if the file is there.
+        """
+        deferred, self._deferred = self._deferred, {}
+        for path, (encoded, mask, writes) in deferred.items():
+            self._add_now(path, encoded, mask, directory=False, writes=writes)
+            self._pending.add(path)
+
     def remove(self, path: str) -> None:
         """Stop watching ``path`` (nothing happens when it is not watched)."""
+        self._deferred.pop(path, None)
         wd = self._wd_of.get(path)
         if wd is not None:
             self._forget(wd)
@@ -275,12 +318,15 @@ class Inotify:
 
     def watching(self, path: str) -> bool:
         """Whether ``path`` has a watch the kernel has not dropped."""
-        return path in self._wd_of
+        return path in self._wd_of or path in self._deferred
 
     def writes(self, path: str) -> Writes | None:
         """What the kernel said about ``path``'s writers; ``None`` when no file watch has it."""
         wd = self._wd_of.get(path)
-        return None if wd is None else self._writes.get(wd)
+        if wd is None:
+            deferred = self._deferred.get(path)
+            return None if deferred is None else deferred[2]
+        return self._writes.get(wd)
 
     def watched(self) -> dict[str, int]:
         """Path -> watch descriptor, for tests and debugging."""
@@ -398,6 +444,8 @@ class Inotify:
         """
         if self._dropped:  # the asyncio driver takes before it waits
             self._remove_dropped()
+        if self._deferred:
+            self._add_deferred()
         if self._close_waits:
             now = time.monotonic()
             for wd, at in list(self._close_waits.items()):
@@ -418,6 +466,8 @@ class Inotify:
         """
         if self._dropped:
             self._remove_dropped()
+        if self._deferred:
+            self._add_deferred()
         end = time.monotonic() + timeout
         while not (self._pending or self._overflow):
             now = time.monotonic()
@@ -441,6 +491,7 @@ class Inotify:
             self._pairs.clear()
             self._entries.clear()
             self._absolute.clear()
+            self._deferred.clear()
             self._poll.unregister(self._fd)
             os.close(self._fd)
             self._fd = -1
