@@ -392,6 +392,31 @@ def test_rename_in_a_plain_directory_is_an_update(
     assert (event.kind, event.generation) == ("update", 2)
 
 
+def test_a_write_right_after_a_rename_is_heard_without_the_safety_net(
+    dra_metadata_tree: MetadataTree,
+) -> None:
+    """A file renamed into place is delivered before its watch is added; nothing is lost.
+
+    The in-place write lands after the renamed file was delivered and before the
+    watch resumes (so before its file watch exists): the look that follows the
+    added watch reads it, long before the (here one-minute) rescan would.
+    """
+    [nic] = nic_tree(dra_metadata_tree, "sriov.example.com")
+    events = dm.watch(claim="nic", request="eth", timeout=WAIT, rescan_interval=60.0)
+    try:
+        assert next(events).generation == 1
+        nic.network(interface_name="net1")
+        dra_metadata_tree.update(mode="rename")
+        assert (next(events).kind, dra_metadata_tree.generation(nic)) == ("update", 2)
+        nic.network(interface_name="net2")
+        dra_metadata_tree.update(mode="in-place")
+        event = next(events)
+        assert (event.kind, event.generation) == ("update", 3)
+        assert event.metadata == dm.read_file(nic.path)
+    finally:
+        events.close()
+
+
 def test_removed_claim_gives_a_removed_event(
     dra_metadata_mounted_tree: MountedMetadataTree, watching: Callable[..., Watching]
 ) -> None:
