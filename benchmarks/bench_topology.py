@@ -8,9 +8,11 @@ four NUMA nodes and sixteen PCIe roots, with the attribute names the real
 drivers publish) is written for N = 300, 1,000 and 10,000. For each, the
 wall time of ``python -m dra_metadata topology`` (the tree), ``topology
 --json`` and ``topology --matrix`` is taken in fresh processes, output to
-``/dev/null`` (the best of five runs below 10,000 devices, one at 10,000); a
-row prints each time and its ratio to the tree's time
-measured in the same run.
+``/dev/null``, in interleaved rounds (``--rounds``: 9, ``--quick``: 5; one
+at 10,000 devices): each round runs the three in an order that rotates, and a
+ratio is the median over the rounds of the ratio within the round, so that a
+busy spell of the machine hits both sides of it. A row prints the median times
+and the two ratios to the tree's time.
 
 Targets (issue 18: at most O(n²))
 =================================
@@ -30,6 +32,7 @@ Usage
     python benchmarks/bench_topology.py --quick    # 300 and 1,000 devices only
     python benchmarks/bench_topology.py --json     # the figures as JSON
     python benchmarks/bench_topology.py --check    # exit 1 when a target is missed
+    python benchmarks/bench_topology.py --rounds 15 # more rounds
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -140,12 +144,33 @@ def timed(root: Path, *args: str) -> float:
     return time.perf_counter() - start
 
 
+#: The contenders of a round: the tree, then the two outputs, as topology options.
+MODES: dict[str, tuple[str, ...]] = {"tree": (), "json": ("--json",), "matrix": ("--matrix",)}
+
+
+def interleaved(root: Path, rounds: int) -> dict[str, list[float]]:
+    """Each mode's wall times over ``rounds`` rounds, the order rotating every round."""
+    names = list(MODES)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for index in range(rounds):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(timed(root, *MODES[name]))
+    return times
+
+
+def round_ratio(ours: list[float], theirs: list[float]) -> float:
+    """The median over the rounds of the ratio within each round."""
+    return statistics.median(a / b for a, b in zip(ours, theirs, strict=True))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print (or check) the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="300 and 1,000 devices only")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds below 10,000 devices")
     args = parser.parse_args(argv)
     rows: list[dict[str, float]] = []
     misses: list[str] = []
@@ -153,17 +178,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         for count in QUICK_SIZES if args.quick else SIZES:
             root = Path(tmp) / str(count)
             write_tree(root, count)
-            runs = 5 if count < 10000 else 1  # the best of several: the machine is shared
-            tree = min(timed(root) for _ in range(runs))
-            as_json = min(timed(root, "--json") for _ in range(runs))
-            matrix = min(timed(root, "--matrix") for _ in range(runs))
+            rounds = 1 if count >= 10000 else args.rounds or (5 if args.quick else 9)
+            times = interleaved(root, rounds)
             row = {
                 "devices": count,
-                "tree_s": tree,
-                "json_s": as_json,
-                "matrix_s": matrix,
-                "json_ratio": as_json / tree,
-                "matrix_ratio": matrix / tree,
+                "rounds": rounds,
+                "tree_s": statistics.median(times["tree"]),
+                "json_s": statistics.median(times["json"]),
+                "matrix_s": statistics.median(times["matrix"]),
+                "json_ratio": round_ratio(times["json"], times["tree"]),
+                "matrix_ratio": round_ratio(times["matrix"], times["tree"]),
             }
             rows.append(row)
             if count == 1000:
@@ -177,13 +201,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"rows": rows, "misses": misses}, indent=2))
     else:
-        print("| devices | tree s | --json s | ratio | --matrix s | ratio |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| devices | rounds | tree s | --json s | ratio | --matrix s | ratio |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for row in rows:
             print(
-                f"| {row['devices']:,} | {row['tree_s']:.2f} | {row['json_s']:.2f} | "
-                f"{row['json_ratio']:.2f}x | {row['matrix_s']:.2f} | {row['matrix_ratio']:.2f}x |"
+                f"| {row['devices']:,} | {row['rounds']:.0f} | {row['tree_s']:.2f} | "
+                f"{row['json_s']:.2f} | {row['json_ratio']:.2f}x | {row['matrix_s']:.2f} | "
+                f"{row['matrix_ratio']:.2f}x |"
             )
+        print("times: medians over the rounds; ratios: medians of the per-round ratios")
         print(
             f"targets: at 1,000 devices each ratio < {RATIO_TARGET:g}x; "
             f"at 10,000 each time < {SECONDS_TARGET:g} s"
