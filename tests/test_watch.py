@@ -417,6 +417,25 @@ def test_a_write_right_after_a_rename_is_heard_without_the_safety_net(
         events.close()
 
 
+def test_only_the_entries_asked_for_wake_a_directory_watch(tmp_path: Path) -> None:
+    """A writer's temporary file in the request directory wakes nobody; a metadata file does."""
+    from dra_metadata._watch._backends.inotify import Inotify
+
+    notifier = Inotify()
+    try:
+        assert notifier.add(str(tmp_path), directory=True, entries="-metadata.json") == 0
+        (tmp_path / ".x-metadata.json.tmp").write_bytes(b"{}")
+        os.rename(tmp_path / ".x-metadata.json.tmp", tmp_path / ".x.tmp")
+        assert notifier.wait(0.2) == (set(), False)
+        os.rename(tmp_path / ".x.tmp", tmp_path / "x-metadata.json")
+        assert notifier.wait(0.2) == ({str(tmp_path / "x-metadata.json")}, False)
+        assert notifier.add(str(tmp_path), directory=True) == 0  # every entry again
+        (tmp_path / "other").write_bytes(b"")
+        assert notifier.wait(0.2) == ({str(tmp_path / "other")}, False)
+    finally:
+        notifier.close()
+
+
 def test_removed_claim_gives_a_removed_event(
     dra_metadata_mounted_tree: MountedMetadataTree, watching: Callable[..., Watching]
 ) -> None:
