@@ -25,17 +25,11 @@ from __future__ import annotations
 import datetime  # noqa: F401 - first of all, see above
 from typing import TYPE_CHECKING
 
-from ._claims import read_resource_claim, read_resource_claim_template
 from ._decode import decode
-from ._encode import DEFAULT_VERSIONS, encode
-from ._env import env_vars
 from ._errors import (
-    BadValue,
     DecodeError,
     DRAMetadataError,
     EnvError,
-    ErrorType,
-    FieldError,
     FileTooLargeError,
     InvalidNameError,
     MetadataNotFoundError,
@@ -44,15 +38,6 @@ from ._errors import (
     StaleMetadataError,
     SymlinkError,
     WaitTimeoutError,
-)
-from ._inventory import (
-    Inventory,
-    MountedDevice,
-    MountedFile,
-    MountedRequest,
-    Problem,
-    ProblemKind,
-    inventory,
 )
 from ._model import (
     STANDARD_DOMAIN,
@@ -87,6 +72,19 @@ from ._paths import (
 from ._read import DEFAULT_MAX_SIZE, read_file, read_request_dir
 
 if TYPE_CHECKING:
+    from ._claims import read_resource_claim, read_resource_claim_template
+    from ._encode import DEFAULT_VERSIONS, encode
+    from ._env import env_vars
+    from ._field_error import BadValue, ErrorType, FieldError
+    from ._inventory import (
+        Inventory,
+        MountedDevice,
+        MountedFile,
+        MountedRequest,
+        Problem,
+        ProblemKind,
+        inventory,
+    )
     from ._lint import RULES as LINT_RULES
     from ._lint import LintProblem, lint
     from ._live import Check, ClaimVariable, IpQuery, LiveFinding, LiveReport, check_live
@@ -212,9 +210,30 @@ __all__ = [
 
 #: Public names loaded on first use, and where they live: watching, linting,
 #: validation and schemas (pydantic), the live check and the publisher cost
-#: nothing until used. This table is the
-#: package's only lazy mechanism.
+#: nothing until used, and a command loads only the readers it runs (``get``
+#: neither the inventory nor the writer, ``env`` not the claim readers, neither
+#: the validation error record). This table is the package's only lazy mechanism.
 _LAZY: dict[str, tuple[str, str]] = {
+    "read_resource_claim": ("_claims", "read_resource_claim"),
+    "read_resource_claim_template": ("_claims", "read_resource_claim_template"),
+    "DEFAULT_VERSIONS": ("_encode", "DEFAULT_VERSIONS"),
+    "encode": ("_encode", "encode"),
+    "env_vars": ("_env", "env_vars"),
+    "BadValue": ("_field_error", "BadValue"),
+    "ErrorType": ("_field_error", "ErrorType"),
+    "FieldError": ("_field_error", "FieldError"),
+    **{
+        name: ("_inventory", name)
+        for name in (
+            "Inventory",
+            "MountedDevice",
+            "MountedFile",
+            "MountedRequest",
+            "Problem",
+            "ProblemKind",
+            "inventory",
+        )
+    },
     **{
         name: ("_watch", name)
         for name in (

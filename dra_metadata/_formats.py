@@ -15,7 +15,7 @@ Three formats matter for device metadata:
 Each ``check_*`` function returns the problems Go would report for one value, in
 Go's order, as :class:`FormatIssue` records (error type, bad value, detail text);
 an empty list means the value is valid; validation turns them into
-:class:`~dra_metadata._errors.FieldError` objects with Go's ``format=...`` origin.
+:class:`~dra_metadata._field_error.FieldError` objects with Go's ``format=...`` origin.
 Lengths in bytes are UTF-8 bytes, as Go's ``len`` counts them.
 
 The API's other limits (attributes per device, IPs per device, byte lengths of
@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
-from ._errors import VALUE_OMITTED, BadValue, ErrorType
+from ._field_error import VALUE_OMITTED, BadValue, ErrorType
 
 __all__ = [
     "DNS1123_LABEL_MAX_BYTES",

@@ -47,7 +47,7 @@ from typing import Final, NoReturn, TypeAlias, cast
 import msgspec
 import msgspec.structs
 
-from ._errors import go_escape_rune, go_quote
+from ._field_error import go_escape_rune, go_quote
 from ._model import DeviceMetadata
 from ._versions import API_VERSIONS, GROUP, version_of
 

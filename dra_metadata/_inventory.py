@@ -45,7 +45,6 @@ from ._model import (
     MergedDeviceMetadata,
     NetworkDeviceData,
 )
-from ._nearby import nothing_mounted
 from ._paths import RootArg, root_path
 from ._read import DEFAULT_MAX_SIZE, merge
 from ._scan import ClaimKind, Entry, scan
@@ -539,6 +538,8 @@ def mounted(
     )
     inv = select(from_entries(top, entries), question)
     if not inv.files:
+        from ._nearby import nothing_mounted  # only on the way to an error
+
         raise nothing_mounted(top)
     return inv
 

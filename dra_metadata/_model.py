@@ -654,15 +654,15 @@ def wire_names(cls: type[msgspec.Struct]) -> tuple[str, ...]:
     >>> wire_names(DeviceMetadata)
     ('kind', 'apiVersion', 'metadata', 'podClaimName', 'requests')
     """
-    names = tuple(field.encode_name for field in msgspec.structs.fields(cls))
+    names = cls.__struct_encode_fields__  # msgspec.structs.fields() would read the type hints
     tag_field = cls.__struct_config__.tag_field
     return (tag_field, *names) if tag_field else names
 
 
 #: The network data fields: wire name -> attribute of :class:`NetworkDeviceData`.
-NETWORK_FIELDS: Final[dict[str, str]] = {
-    field.encode_name: field.name for field in msgspec.structs.fields(NetworkDeviceData)
-}
+NETWORK_FIELDS: Final[dict[str, str]] = dict(
+    zip(wire_names(NetworkDeviceData), NetworkDeviceData.__struct_fields__, strict=True)
+)
 
 
 def _as_lists(value: Any) -> Any:

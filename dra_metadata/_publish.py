@@ -44,9 +44,9 @@ from ._errors import (
     InvalidNameError,
     MetadataNotFoundError,
     PublishError,
-    go_quote,
     os_reason,
 )
+from ._field_error import go_quote
 from ._formats import (
     MAX_DRIVER_CHARACTERS,
     dns1123_label_messages,

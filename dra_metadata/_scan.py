@@ -39,7 +39,6 @@ from ._errors import (
     os_reason,
 )
 from ._model import DeviceMetadata, MergedDeviceMetadata
-from ._nearby import not_found
 from ._paths import (
     METADATA_FILE_SUFFIX,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
@@ -113,6 +112,8 @@ def scan(
     try:
         root_fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
+        from ._nearby import not_found  # only on the way to an error
+
         raise not_found(top, kind=kind, claim=claim, request=request, driver=driver) from None
     except ValueError as err:  # a NUL in the root
         raise InvalidNameError(f"metadata root {top!r}: {err}", path=top) from None
@@ -127,6 +128,8 @@ def scan(
         os.close(root_fd)
     entries = walker.entries
     if not entries and (claim is not None or base is not None or file_name is not None):
+        from ._nearby import not_found  # only on the way to an error
+
         raise not_found(top, kind=kind, claim=claim, request=request, driver=driver)
     return entries
 

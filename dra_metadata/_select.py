@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ._errors import MetadataNotFoundError
-from ._nearby import closest_first, not_found
 from ._paths import ClaimKind, check_name, request_base
 
 if TYPE_CHECKING:
@@ -178,6 +177,8 @@ def resolve(
         return kept
     if refused:
         raise not_allocated(question, root, refused)
+    from ._nearby import not_found  # only on the way to an error
+
     raise not_found(
         root,
         kind=question.kind,
@@ -191,6 +192,8 @@ def not_allocated(question: Question, root: str, places: Sequence[Place]) -> Met
     """The not-found for a subrequest that was not allocated, naming the one(s) that were."""
     request = question.request
     base = question.base
+    from ._nearby import closest_first  # only on the way to an error
+
     assert request is not None
     assert base is not None
     assert places

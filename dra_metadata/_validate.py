@@ -25,7 +25,7 @@ import msgspec
 import msgspec.structs
 from pydantic_core import ValidationError as CoreValidationError
 
-from ._errors import FieldError
+from ._field_error import FieldError
 from ._formats import (
     DNS1123_LABEL_MAX_BYTES,
     DNS1123_LABEL_PATTERN,

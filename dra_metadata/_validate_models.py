@@ -41,7 +41,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from ._errors import VALUE_OMITTED, ErrorType, FieldError
+from ._field_error import VALUE_OMITTED, ErrorType, FieldError
 from ._formats import (
     DNS1123_LABEL_MAX_BYTES,
     DNS1123_LABEL_PATTERN,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import dra_metadata as dm
-from dra_metadata._errors import VALUE_OMITTED, go_quote
+from dra_metadata._field_error import VALUE_OMITTED, go_quote
 
 
 @pytest.mark.parametrize(

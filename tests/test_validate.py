@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dra_metadata import _formats
-from dra_metadata._errors import VALUE_OMITTED, ErrorType, FieldError
+from dra_metadata._field_error import VALUE_OMITTED, ErrorType, FieldError
 from dra_metadata._validate import validate_wire
 from dra_metadata._validate_models import (
     DeviceAttribute,

@@ -28,7 +28,6 @@ from ._common import (
     EXIT_OK,
     EXIT_USAGE,
     PROG,
-    ClosedStdout,
     HelpFormatter,
     OutputError,
     Parser,
@@ -168,6 +167,8 @@ def reserve_standard_streams() -> None:
                 os.close(null)
     if sys.stdout is None:
         # argparse prints --help and --version to stderr when stdout is None.
+        from ._closed import ClosedStdout
+
         sys.stdout = ClosedStdout()
 
 

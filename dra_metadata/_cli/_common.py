@@ -23,8 +23,6 @@ Errors are one line on stderr, prefixed ``dra-metadata: ``.
 from __future__ import annotations
 
 import argparse
-import errno
-import io
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -58,7 +56,6 @@ __all__ = [
     "EXIT_UNDECODABLE",
     "EXIT_USAGE",
     "PROG",
-    "ClosedStdout",
     "Commands",
     "HelpFormatter",
     "OutputError",
@@ -497,32 +494,6 @@ def json_text(text: str) -> str:
     return "".join(
         "\\\\" if char == "\\" else char if char.isprintable() else _escape(char) for char in text
     )
-
-
-class _ClosedBuffer:
-    """The binary side of :class:`ClosedStdout`."""
-
-    def write(self, data: bytes) -> int:
-        raise OSError(errno.EBADF, "standard output is closed")
-
-    def flush(self) -> None:
-        """Nothing is ever buffered."""
-
-
-class ClosedStdout(io.TextIOBase):
-    """What ``sys.stdout`` is when the process started with it closed (``>&-``).
-
-    Writing fails as writing to a closed descriptor does, so output errors are
-    reported (exit 74) and nothing is sent to stderr in its place.
-    """
-
-    buffer = _ClosedBuffer()
-
-    def write(self, text: str) -> int:
-        raise OSError(errno.EBADF, "standard output is closed")
-
-    def fileno(self) -> int:
-        return 1  # /dev/null, put there by reserve_standard_streams()
 
 
 class OutputError(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .._errors import FieldError
+from .._field_error import FieldError
 from ._common import Commands, add_command, add_files, check_each, mounted_files
 
 __all__ = ["register"]

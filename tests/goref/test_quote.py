@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dra_metadata._errors import go_quote
+from dra_metadata._field_error import go_quote
 from tests.goref.harness import Goref
 
 pytestmark = pytest.mark.goref
