@@ -87,7 +87,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import pairwise
-from operator import attrgetter
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -266,7 +265,50 @@ def request_variables(prefix: str, source: str, md: DeviceMetadata) -> list[Vari
     in messages. Names are not checked for collisions here (see :func:`collect`).
     """
     _, parts = _request_parts(prefix, source, md)
-    return [variable for part in parts for variable in part]
+    return [variable for part in parts for variable in part.variables()]
+
+
+class _Part(msgspec.Struct, gc=False):
+    """Some variables of a request, as names and values, and where each came from.
+
+    A part is the request's own variables or one device's: first ``fixed``
+    variables of the request or device itself (``COUNT`` ..., ``<i>_NAME`` ...),
+    then ``attributes`` attribute variables, then network fields. Where each came
+    from is built only for messages (:meth:`variables`).
+    """
+
+    names: list[str]
+    values: list[str]
+    #: The request, as messages name it.
+    source: str
+    #: The device's index, or -1 for the request's own variables.
+    device: int
+    #: Where the variable name part starts in each name (after the prefix).
+    start: int
+    fixed: int
+    attributes: int
+    #: The device's entries (their attribute keys), or None: the request's
+    #: attribute variables are named by their name part.
+    entries: list[_Entry] | None = None
+
+    def variables(self) -> list[Variable]:
+        """The part's variables, each with where it came from."""
+        source, device, start, fixed = self.source, self.device, self.start, self.fixed
+        entries = self.entries
+        found: list[Variable] = []
+        for position, (name, value) in enumerate(zip(self.names, self.values, strict=True)):
+            at = position - fixed
+            if at < 0:
+                found.append(Variable(name, value, source, device))
+            elif at >= self.attributes:
+                found.append(Variable(name, value, source, device, _NETWORK_FIELD, name[start:]))
+            elif entries is None:
+                found.append(Variable(name, value, source, device, _ATTRIBUTE, name[start:]))
+            else:
+                found.append(
+                    Variable(name, value, source, device, _ATTRIBUTE, entries[at][1], True)
+                )
+        return found
 
 
 #: Up to this many devices, a request's per-device work is kept between the pass
@@ -279,14 +321,12 @@ _KEEP_DEVICES: Final = 256
 _Entry = tuple[str, str, str, bool]
 
 
-def _request_parts(
-    prefix: str, source: str, md: DeviceMetadata
-) -> tuple[bool, Iterator[list[Variable]]]:
+def _request_parts(prefix: str, source: str, md: DeviceMetadata) -> tuple[bool, Iterator[_Part]]:
     """A request's variables in output order, in parts, and whether the parts are independent.
 
     The first part is the request's own (count, devices, drivers, request name,
     the attributes and network fields every device has), then one part per
-    device (``<i>_NAME``, ...); a request of one device is one part. Parts are
+    device (``<i>_NAME``, ...). Parts are
     independent (no name of one can be a name of another) when no attribute's
     name part starts with a digit: a device's names are then ``<i>_`` followed
     by a letter, which no other device and no request-wide name can spell.
@@ -351,21 +391,14 @@ def _request_parts(
             kept_entries.append(entries)
             kept_network.append(network)
 
-    head = [
-        Variable(prefix + _COUNT, str(count), source),
-        Variable(prefix + _DEVICES, ",".join([device.name for device in devices]), source),
-        Variable(
-            prefix + _DRIVERS,
-            ",".join(dict.fromkeys([device.driver for device in devices])),
-            source,
-        ),
-        Variable(
-            prefix + _REQUEST,
-            requests[0].name
-            if len(requests) == 1
-            else ",".join(dict.fromkeys([request.name for request in requests])),
-            source,
-        ),
+    names = [prefix + _COUNT, prefix + _DEVICES, prefix + _DRIVERS, prefix + _REQUEST]
+    values = [
+        str(count),
+        ",".join([device.name for device in devices]),
+        ",".join(dict.fromkeys([device.driver for device in devices])),
+        requests[0].name
+        if len(requests) == 1
+        else ",".join(dict.fromkeys([request.name for request in requests])),
     ]
     # On every device, once, and a scalar unless only one device (one device's
     # entries are in name order already).
@@ -383,17 +416,16 @@ def _request_parts(
                 text = column[0]
             else:
                 continue
-            head.append(Variable(prefix + var, text, source, -1, _ATTRIBUTE, var))
+            names.append(prefix + var)
+            values.append(text)
+    attributes = len(names) - 4
     for var, network_column in network_columns.items():
         if network_column is not None:
-            text = network_column[0] if single else ",".join(network_column)
-            head.append(Variable(prefix + var, text, source, -1, _NETWORK_FIELD, var))
+            names.append(prefix + var)
+            values.append(network_column[0] if single else ",".join(network_column))
+    head = _Part(names, values, source, -1, len(prefix), 4, attributes)
 
-    if single:
-        _device_variables(head, prefix, source, 0, devices[0], kept_entries[0], kept_network[0])
-        return independent, iter((head,))
-
-    def parts() -> Iterator[list[Variable]]:
+    def parts() -> Iterator[_Part]:
         yield head
         for index, device in enumerate(devices):
             if keep:
@@ -401,7 +433,7 @@ def _request_parts(
             else:
                 entries = _entries(_attribute_values(device), var_of)
                 network = _network_values(device.network_data)
-            yield _device_variables([], prefix, source, index, device, entries, network)
+            yield _device_part(prefix, source, index, device, entries, network)
 
     return independent, parts()
 
@@ -412,32 +444,24 @@ def _items(column: list[str]) -> Iterator[str]:
         yield from text.split(",")
 
 
-def _device_variables(
-    part: list[Variable],
+def _device_part(
     prefix: str,
     source: str,
     index: int,
     device: Device,
     entries: list[_Entry],
     network: dict[str, tuple[str, bool]],
-) -> list[Variable]:
-    """``part`` with device ``index``'s own variables (``<i>_NAME`` ...) added."""
+) -> _Part:
+    """Device ``index``'s own variables (``<i>_NAME`` ...)."""
     at = f"{prefix}{index}_"
-    part += (
-        Variable(at + _NAME, device.name, source, index),
-        Variable(at + _DRIVER, device.driver, source, index),
-        Variable(at + _POOL, device.pool, source, index),
-    )
-    part += [
-        Variable(at + var, text, source, index, _ATTRIBUTE, key, True)
-        for var, key, text, _ in entries
-    ]
+    names = [at + _NAME, at + _DRIVER, at + _POOL]
+    names += [at + entry[0] for entry in entries]
+    values = [device.name, device.driver, device.pool]
+    values += [entry[2] for entry in entries]
     if network:
-        part += [
-            Variable(at + var, text, source, index, _NETWORK_FIELD, var)
-            for var, (text, _) in network.items()
-        ]
-    return part
+        names += [at + var for var in network]
+        values += [field[0] for field in network.values()]
+    return _Part(names, values, source, index, len(at), 3, len(entries), entries)
 
 
 def _name_plan(qualified_names: Iterable[str]) -> tuple[dict[str, str], bool, dict[str, str]]:
@@ -653,38 +677,46 @@ def collect_into(
         source = source_label(mounted.kind, mounted.claim, mounted.request)
         sources.append((request_prefix, source, mounted.metadata))
     prefixes = sorted(request_prefix for request_prefix, _, _ in sources)
-    if any(later.startswith(earlier) for earlier, later in pairwise(prefixes)):
-        groups: list[list[tuple[str, str, DeviceMetadata]]] = [sources]
-    else:
-        groups = [[source] for source in sources]
     shared: list[DRAMetadataError] = []
     nul: list[DRAMetadataError] = []
-    for group in groups:
-        planned = [
-            _request_parts(request_prefix, source, md) for request_prefix, source, md in group
-        ]
-        if len(planned) == 1 and planned[0][0]:  # checked a part at a time
-            for part in planned[0][1]:
-                sink(_checked(part, shared, nul))
-        else:
-            candidates = [variable for _, parts in planned for part in parts for variable in part]
-            sink(_checked(candidates, shared, nul))
+    if any(later.startswith(earlier) for earlier, later in pairwise(prefixes)):
+        every = [part for request in sources for part in _request_parts(*request)[1]]
+        sink(_checked(every, shared, nul))
+        return problems + shared + nul
+    for request in sources:
+        independent, parts = _request_parts(*request)
+        if independent and _device_count(request[2]) > _KEEP_DEVICES:  # a part at a time
+            for part in parts:
+                sink(_checked([part], shared, nul))
+        else:  # a request of few devices is held whole anyway (see _KEEP_DEVICES)
+            sink(_checked(list(parts), shared, nul))
     return problems + shared + nul
 
 
-#: A variable's (name, value).
-_NAME_VALUE: Final = attrgetter("name", "value")
+def _device_count(md: DeviceMetadata) -> int:
+    requests = md.requests
+    if len(requests) == 1:
+        return len(requests[0].devices)
+    return sum(len(request.devices) for request in requests)
 
 
 def _checked(
-    candidates: list[Variable],
+    parts: list[_Part],
     shared_problems: list[DRAMetadataError],
     nul_problems: list[DRAMetadataError],
 ) -> dict[str, str]:
     """Leave out colliding names (one error per pair of sources) and NUL values."""
-    result = dict(map(_NAME_VALUE, candidates))
-    if len(result) == len(candidates) and "\x00" not in "".join(result.values()):
+    if len(parts) == 1:
+        names, values = parts[0].names, parts[0].values
+    else:
+        names, values = [], []
+        for part in parts:
+            names += part.names
+            values += part.values
+    result = dict(zip(names, values, strict=True))
+    if len(result) == len(names) and "\x00" not in "".join(values):
         return result  # the common case, found in C: every name once, no NUL
+    candidates = [variable for part in parts for variable in part.variables()]
     result = {}
     shared: dict[str, list[Variable]] = {}  # names two or more sources map to
     nul = False
