@@ -59,6 +59,7 @@ True
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -150,10 +151,16 @@ _ATTRIBUTE_KINDS: Final[tuple[tuple[str, DeviceKind], ...]] = (
     ("dra.cpu/cpuID", "cpu"),
 )
 
-# Compiled on first use (re's own cache): a command that never meets a PCI address
+# Compiled on first use (_compiled): a command that never meets a PCI address
 # does not pay for them at start-up.
 _NORMAL_PCI: Final = r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]"
 _PCI: Final = r"(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})\.([0-7])"
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    """``pattern`` compiled for ASCII text, on first use (faster than re's cache after)."""
+    return re.compile(pattern, re.ASCII)
 
 
 def normal_pci_address(text: str) -> str | None:
@@ -166,9 +173,9 @@ def normal_pci_address(text: str) -> str | None:
     >>> normal_pci_address("../../.."), normal_pci_address("0000:3b:00.0,0000:3c:00.0")
     (None, None)
     """
-    if re.fullmatch(_NORMAL_PCI, text, re.ASCII):
+    if _compiled(_NORMAL_PCI).fullmatch(text):
         return text
-    found = re.fullmatch(_PCI, text, re.ASCII)
+    found = _compiled(_PCI).fullmatch(text)
     if found is None:
         return None
     domain, bus, slot, function = found.groups()

@@ -87,6 +87,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import pairwise
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -342,12 +343,12 @@ def _request_parts(prefix: str, source: str, md: DeviceMetadata) -> tuple[bool, 
     kept_found: list[list[tuple[str, str, AttributeValue]]] = []
     if single:
         kept_found.append(_attribute_values(devices[0]))
-        qualified_names: Iterable[str] = [entry[1] for entry in kept_found[0]]
+        qualified_names: Iterable[str] = map(_QUALIFIED_OF, kept_found[0])
     else:
         qualified_set: set[str] = set()
         for device in devices:
             found = _attribute_values(device)
-            qualified_set.update([entry[1] for entry in found])
+            qualified_set.update(map(_QUALIFIED_OF, found))
             if keep:
                 kept_found.append(found)
         qualified_names = qualified_set
@@ -368,10 +369,11 @@ def _request_parts(prefix: str, source: str, md: DeviceMetadata) -> tuple[bool, 
                 # entries come in name order: a name twice on one device is no column
                 columns[var] = None if var == previous or (is_list and not single) else [text]
                 previous = var
-            network_columns = {
-                var: None if is_list and not single else [text]
-                for var, (text, is_list) in network.items()
-            }
+            if network:
+                network_columns = {
+                    var: None if is_list and not single else [text]
+                    for var, (text, is_list) in network.items()
+                }
         else:
             for var, _, text, is_list in entries:
                 column = columns.get(var)
@@ -394,8 +396,8 @@ def _request_parts(prefix: str, source: str, md: DeviceMetadata) -> tuple[bool, 
     names = [prefix + _COUNT, prefix + _DEVICES, prefix + _DRIVERS, prefix + _REQUEST]
     values = [
         str(count),
-        ",".join([device.name for device in devices]),
-        ",".join(dict.fromkeys([device.driver for device in devices])),
+        ",".join(map(_NAME_OF, devices)),
+        ",".join(dict.fromkeys(map(_DRIVER_OF, devices))),
         requests[0].name
         if len(requests) == 1
         else ",".join(dict.fromkeys([request.name for request in requests])),
@@ -425,6 +427,11 @@ def _request_parts(prefix: str, source: str, md: DeviceMetadata) -> tuple[bool, 
             values.append(network_column[0] if single else ",".join(network_column))
     head = _Part(names, values, source, -1, len(prefix), 4, attributes)
 
+    if single:  # no need for a generator
+        return independent, iter(
+            (head, _device_part(prefix, source, 0, devices[0], kept_entries[0], kept_network[0]))
+        )
+
     def parts() -> Iterator[_Part]:
         yield head
         for index, device in enumerate(devices):
@@ -436,6 +443,12 @@ def _request_parts(prefix: str, source: str, md: DeviceMetadata) -> tuple[bool, 
             yield _device_part(prefix, source, index, device, entries, network)
 
     return independent, parts()
+
+
+#: A device's name, its driver; an attribute's qualified name (see _attribute_values).
+_NAME_OF: Final = attrgetter("name")
+_DRIVER_OF: Final = attrgetter("driver")
+_QUALIFIED_OF: Final = itemgetter(1)
 
 
 def _items(column: list[str]) -> Iterator[str]:
@@ -455,12 +468,13 @@ def _device_part(
     """Device ``index``'s own variables (``<i>_NAME`` ...)."""
     at = f"{prefix}{index}_"
     names = [at + _NAME, at + _DRIVER, at + _POOL]
-    names += [at + entry[0] for entry in entries]
     values = [device.name, device.driver, device.pool]
-    values += [entry[2] for entry in entries]
-    if network:
-        names += [at + var for var in network]
-        values += [field[0] for field in network.values()]
+    for var, _, text, _ in entries:  # a loop costs less than a comprehension for a few
+        names.append(at + var)
+        values.append(text)
+    for var, (text, _) in network.items():
+        names.append(at + var)
+        values.append(text)
     return _Part(names, values, source, index, len(at), 3, len(entries), entries)
 
 
@@ -511,14 +525,23 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
     aliases (``pcieBusID``, ``numaNodeID``) keep their own variables, as written.
     """
     found: list[tuple[str, str, AttributeValue]] = []
-    domain = device.driver + DOMAIN_SEPARATOR
     placed: list[tuple[str, AttributeValue]] = []
+    names = _qualified_names.get(device.driver)
+    if names is None:
+        if len(_qualified_names) >= _QUALIFIED_NAMES_MAX:
+            _qualified_names.clear()
+        names = _qualified_names[device.driver] = {}
     for key, attribute in device.attributes.items():
         value = attribute.value
         if value is not None:
-            qualified = key if DOMAIN_SEPARATOR in key else domain + key
+            name = names.get(key)
+            if name is None:
+                if len(names) >= _QUALIFIED_NAMES_MAX:
+                    names.clear()
+                name = names[key] = _qualified_name(device.driver, key)
+            qualified, place = name
             found.append((key, qualified, value))
-            if qualified in _PLACEMENT_NAMES or qualified.endswith(_NUMA_SUFFIX):
+            if place:
                 placed.append((qualified, value))
     if not placed or (  # the common cases: nothing the model answers, or as written
         len(placed) == 1
@@ -553,6 +576,18 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
     return kept
 
 
+def _qualified_name(driver: str, key: str) -> tuple[str, bool]:
+    """An attribute key of ``driver``'s device qualified, and whether the model answers it."""
+    qualified = key if DOMAIN_SEPARATOR in key else driver + DOMAIN_SEPARATOR + key
+    return qualified, qualified in _PLACEMENT_NAMES or qualified.endswith(_NUMA_SUFFIX)
+
+
+#: _qualified_name() of the attribute keys seen so far, by driver (devices share
+#: them); forgotten when the drivers, or a driver's keys, grow past _QUALIFIED_NAMES_MAX.
+_qualified_names: dict[str, dict[str, tuple[str, bool]]] = {}
+_QUALIFIED_NAMES_MAX: Final = 256
+
+
 def _placement_names() -> frozenset[str]:
     from ._device import NUMA_ATTRIBUTES, PCI_BUS_ID_ATTRIBUTES
 
@@ -569,17 +604,14 @@ _NUMA_SUFFIX: Final = DOMAIN_SEPARATOR + "numaNode"
 
 def _entries(found: list[tuple[str, str, AttributeValue]], var_of: dict[str, str]) -> list[_Entry]:
     """A device's attribute variables in name order (two entries when two keys share a name)."""
-    return sorted(
-        [
-            (
-                var_of[qualified],
-                key,
-                value if type(value) is str else format_value(value),
-                type(value) is tuple,
-            )
-            for key, qualified, value in found
-        ]
-    )
+    entries: list[_Entry] = []
+    for key, qualified, value in found:  # a loop costs less than a comprehension for a few
+        if type(value) is str:
+            entries.append((var_of[qualified], key, value, False))
+        else:
+            entries.append((var_of[qualified], key, format_value(value), type(value) is tuple))
+    entries.sort()
+    return entries
 
 
 def _attribute_variable_names(qualified_names: Iterable[str]) -> dict[str, str]:
