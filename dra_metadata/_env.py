@@ -686,7 +686,9 @@ def collect_into(
     meet when one request's prefix starts the other's (``DRA_A_B_`` and
     ``DRA_A_B_0_``); without such a pair each request is checked on its own and
     forgotten before the next, so the memory held is one request's, not all of
-    them. With one, every request is checked together.
+    them; a request of more than ``_KEEP_DEVICES`` devices is checked a device at
+    a time when its parts are independent. With such a pair, every request is
+    checked together.
     """
     problems: list[DRAMetadataError] = []
     sources: list[tuple[str, str, DeviceMetadata]] = []
