@@ -339,7 +339,7 @@ def _request_parts(prefix: str, source: str, md: DeviceMetadata) -> tuple[bool, 
         devices = [device for request in requests for device in request.devices]
     count = len(devices)
     single = count == 1
-    keep = single or count <= _KEEP_DEVICES
+    keep = single or count <= _KEEP_DEVICES  # one device's work is one device's anyway
     kept_found: list[list[tuple[str, str, AttributeValue]]] = []
     if single:
         kept_found.append(_attribute_values(devices[0]))
