@@ -85,8 +85,9 @@ X="say \\"hi\\""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import pairwise
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -158,7 +159,15 @@ def env_name(text: str) -> str:
     >>> env_name("gpu.example.com"), env_name("a_b"), env_name("café")
     ('GPU_EXAMPLE_COM', 'A_B', 'CAF_')
     """
+    if text.isascii():  # the common case, in C
+        return text.encode().translate(_BYTE_TO_NAME).decode()
     return "".join(ch.upper() if ch in _ALNUM else "_" for ch in text)
+
+
+#: env_name() of each byte of ASCII text (a table for ``bytes.translate``).
+_BYTE_TO_NAME: Final = bytes(
+    ord(ch.upper() if ch in _ALNUM else "_") for ch in map(chr, range(256))
+)
 
 
 def snake_name(text: str) -> str:
@@ -257,7 +266,50 @@ def request_variables(prefix: str, source: str, md: DeviceMetadata) -> list[Vari
     in messages. Names are not checked for collisions here (see :func:`collect`).
     """
     _, parts = _request_parts(prefix, source, md)
-    return [variable for part in parts for variable in part]
+    return [variable for part in parts for variable in part.variables()]
+
+
+class _Part(msgspec.Struct, gc=False):
+    """Some variables of a request, as names and values, and where each came from.
+
+    A part is the request's own variables or one device's: first ``fixed``
+    variables of the request or device itself (``COUNT`` ..., ``<i>_NAME`` ...),
+    then ``attributes`` attribute variables, then network fields. Where each came
+    from is built only for messages (:meth:`variables`).
+    """
+
+    names: list[str]
+    values: list[str]
+    #: The request, as messages name it.
+    source: str
+    #: The device's index, or -1 for the request's own variables.
+    device: int
+    #: Where the variable name part starts in each name (after the prefix).
+    start: int
+    fixed: int
+    attributes: int
+    #: The device's entries (their attribute keys), or None: the request's
+    #: attribute variables are named by their name part.
+    entries: list[_Entry] | None = None
+
+    def variables(self) -> list[Variable]:
+        """The part's variables, each with where it came from."""
+        source, device, start, fixed = self.source, self.device, self.start, self.fixed
+        entries = self.entries
+        found: list[Variable] = []
+        for position, (name, value) in enumerate(zip(self.names, self.values, strict=True)):
+            at = position - fixed
+            if at < 0:
+                found.append(Variable(name, value, source, device))
+            elif at >= self.attributes:
+                found.append(Variable(name, value, source, device, _NETWORK_FIELD, name[start:]))
+            elif entries is None:
+                found.append(Variable(name, value, source, device, _ATTRIBUTE, name[start:]))
+            else:
+                found.append(
+                    Variable(name, value, source, device, _ATTRIBUTE, entries[at][1], True)
+                )
+        return found
 
 
 #: Up to this many devices, a request's per-device work is kept between the pass
@@ -270,96 +322,117 @@ _KEEP_DEVICES: Final = 256
 _Entry = tuple[str, str, str, bool]
 
 
-def _request_parts(
-    prefix: str, source: str, md: DeviceMetadata
-) -> tuple[bool, Iterator[list[Variable]]]:
+def _request_parts(prefix: str, source: str, md: DeviceMetadata) -> tuple[bool, Iterator[_Part]]:
     """A request's variables in output order, in parts, and whether the parts are independent.
 
     The first part is the request's own (count, devices, drivers, request name,
     the attributes and network fields every device has), then one part per
-    device (``<i>_NAME``, ...). Parts are independent (no name of one can be a
-    name of another) when no attribute's name part starts with a digit: a
-    device's names are then ``<i>_`` followed by a letter, which no other
-    device and no request-wide name can spell.
+    device (``<i>_NAME``, ...). Parts are
+    independent (no name of one can be a name of another) when no attribute's
+    name part starts with a digit: a device's names are then ``<i>_`` followed
+    by a letter, which no other device and no request-wide name can spell.
     """
-    devices = [device for request in md.requests for device in request.devices]
-    single = len(devices) == 1
-    keep = len(devices) <= _KEEP_DEVICES
+    requests = md.requests
+    if len(requests) == 1:
+        devices: Sequence[Device] = requests[0].devices
+    else:
+        devices = [device for request in requests for device in request.devices]
+    count = len(devices)
+    single = count == 1
+    keep = single or count <= _KEEP_DEVICES  # one device's work is one device's anyway
     kept_found: list[list[tuple[str, str, AttributeValue]]] = []
-    qualified_names: set[str] = set()
-    for device in devices:
-        found = _attribute_values(device)
-        qualified_names.update(qualified for _, qualified, _ in found)
-        if keep:
-            kept_found.append(found)
-    var_of = _attribute_variable_names(qualified_names)
-    independent = not any(part[:1].isdigit() for part in var_of.values())
+    if single:
+        kept_found.append(_attribute_values(devices[0]))
+        qualified_names: Iterable[str] = map(_QUALIFIED_OF, kept_found[0])
+    else:
+        qualified_set: set[str] = set()
+        for device in devices:
+            found = _attribute_values(device)
+            qualified_set.update(map(_QUALIFIED_OF, found))
+            if keep:
+                kept_found.append(found)
+        qualified_names = qualified_set
+    var_of, independent, sets = _name_plan(qualified_names)
 
     # Per name part: its text on each device while every device so far has had it
     # exactly once (and a scalar, unless the request has one device), else None.
     columns: dict[str, list[str] | None] = {}
-    network_columns: dict[str, list[str] | None] = {var: [] for var in _NETWORK_VARIABLES.values()}
+    network_columns: dict[str, list[str] | None] = {}
     kept_entries: list[list[_Entry]] = []
     kept_network: list[dict[str, tuple[str, bool]]] = []
     for index, device in enumerate(devices):
         entries = _entries(kept_found[index] if keep else _attribute_values(device), var_of)
-        previous = ""
-        for position, (var, _, text, is_list) in enumerate(entries):
-            column = columns.get(var, [] if index == 0 else None)
-            if column is not None and len(column) == index and var != previous:
-                following = entries[position + 1][0] if position + 1 < len(entries) else None
-                if following != var and (single or not is_list):
+        network = _network_values(device.network_data)
+        previous = None
+        if index == 0:
+            for var, _, text, is_list in entries:
+                # entries come in name order: a name twice on one device is no column
+                columns[var] = None if var == previous or (is_list and not single) else [text]
+                previous = var
+            if network:
+                network_columns = {
+                    var: None if is_list and not single else [text]
+                    for var, (text, is_list) in network.items()
+                }
+        else:
+            for var, _, text, is_list in entries:
+                column = columns.get(var)
+                if column is not None and len(column) == index and not is_list and var != previous:
                     column.append(text)
                 else:
-                    column = None
-            else:
-                column = None
-            columns[var] = column
-            previous = var
-        network = _network_values(device.network_data)
-        for var, network_column in network_columns.items():
-            if network_column is not None:
-                field = network.get(var)
-                if field is None or (field[1] and not single):
-                    network_columns[var] = None
-                else:
-                    network_column.append(field[0])
+                    columns[var] = None
+                previous = var
+            for var, network_column in network_columns.items():
+                if network_column is not None:
+                    field = network.get(var)
+                    if field is None or field[1]:
+                        network_columns[var] = None
+                    else:
+                        network_column.append(field[0])
         if keep:
             kept_entries.append(entries)
             kept_network.append(network)
 
-    head = [
-        Variable(prefix + _COUNT, str(len(devices)), source),
-        Variable(prefix + _DEVICES, ",".join(device.name for device in devices), source),
-        Variable(
-            prefix + _DRIVERS, ",".join(dict.fromkeys(device.driver for device in devices)), source
-        ),
-        Variable(
-            prefix + _REQUEST,
-            ",".join(dict.fromkeys(request.name for request in md.requests)),
-            source,
-        ),
+    names = [prefix + _COUNT, prefix + _DEVICES, prefix + _DRIVERS, prefix + _REQUEST]
+    values = [
+        str(count),
+        ",".join(map(_NAME_OF, devices)),
+        ",".join(dict.fromkeys(map(_DRIVER_OF, devices))),
+        requests[0].name
+        if len(requests) == 1
+        else ",".join(dict.fromkeys([request.name for request in requests])),
     ]
-    sets = {var_of[name]: name for name in _SETS if name in var_of}
-    singles = {var_of[name] for name in _SETS.values() if name in var_of}
-    for var in sorted(columns):  # on every device, once, and a scalar unless only one device
+    # On every device, once, and a scalar unless only one device (one device's
+    # entries are in name order already).
+    for var in columns if single else sorted(columns):
         column = columns[var]
-        if column is not None and len(column) == len(devices):
-            if var in sets:  # NUMA_NODES, PCIE_ROOTS: every one, once
-                items = dict.fromkeys(x for text in column for x in text.split(","))
-                ordered = sorted(items, key=int) if sets[var] == _NUMA_SET else list(items)
-                column = [",".join(ordered)]
-            elif var in singles:  # NUMA_NODE, PCIE_ROOT: only when one for all
-                if len(set(column)) != 1:
-                    continue
-                column = column[:1]
-            head.append(Variable(prefix + var, ",".join(column), source, -1, _ATTRIBUTE, var))
+        if column is not None and len(column) == count:
+            answer = sets.get(var)
+            if answer is None:
+                text = column[0] if single else ",".join(column)
+            elif answer == _NUMA_SET:  # NUMA_NODES: every one, once, in order
+                text = ",".join(sorted(dict.fromkeys(_items(column)), key=int))
+            elif answer in _SETS:  # PCIE_ROOTS: every one, once
+                text = ",".join(dict.fromkeys(_items(column)))
+            elif len(set(column)) == 1:  # NUMA_NODE, PCIE_ROOT: only when one for all
+                text = column[0]
+            else:
+                continue
+            names.append(prefix + var)
+            values.append(text)
+    attributes = len(names) - 4
     for var, network_column in network_columns.items():
-        if devices and network_column is not None:
-            text = ",".join(network_column)
-            head.append(Variable(prefix + var, text, source, -1, _NETWORK_FIELD, var))
+        if network_column is not None:
+            names.append(prefix + var)
+            values.append(network_column[0] if single else ",".join(network_column))
+    head = _Part(names, values, source, -1, len(prefix), 4, attributes)
 
-    def parts() -> Iterator[list[Variable]]:
+    if single:  # no need for a generator
+        return independent, iter(
+            (head, _device_part(prefix, source, 0, devices[0], kept_entries[0], kept_network[0]))
+        )
+
+    def parts() -> Iterator[_Part]:
         yield head
         for index, device in enumerate(devices):
             if keep:
@@ -367,19 +440,71 @@ def _request_parts(
             else:
                 entries = _entries(_attribute_values(device), var_of)
                 network = _network_values(device.network_data)
-            at = f"{prefix}{index}_"
-            part = [
-                Variable(at + _NAME, device.name, source, index),
-                Variable(at + _DRIVER, device.driver, source, index),
-                Variable(at + _POOL, device.pool, source, index),
-            ]
-            for var, key, text, _ in entries:
-                part.append(Variable(at + var, text, source, index, _ATTRIBUTE, key, True))
-            for var, (text, _) in network.items():
-                part.append(Variable(at + var, text, source, index, _NETWORK_FIELD, var))
-            yield part
+            yield _device_part(prefix, source, index, device, entries, network)
 
     return independent, parts()
+
+
+#: A device's name, its driver; an attribute's qualified name (see _attribute_values).
+_NAME_OF: Final = attrgetter("name")
+_DRIVER_OF: Final = attrgetter("driver")
+_QUALIFIED_OF: Final = itemgetter(1)
+
+
+def _items(column: list[str]) -> Iterator[str]:
+    """The elements of a column of comma-joined lists, in order."""
+    for text in column:
+        yield from text.split(",")
+
+
+def _device_part(
+    prefix: str,
+    source: str,
+    index: int,
+    device: Device,
+    entries: list[_Entry],
+    network: dict[str, tuple[str, bool]],
+) -> _Part:
+    """Device ``index``'s own variables (``<i>_NAME`` ...)."""
+    at = f"{prefix}{index}_"
+    names = [at + _NAME, at + _DRIVER, at + _POOL]
+    values = [device.name, device.driver, device.pool]
+    for var, _, text, _ in entries:  # a loop costs less than a comprehension for a few
+        names.append(at + var)
+        values.append(text)
+    for var, (text, _) in network.items():
+        names.append(at + var)
+        values.append(text)
+    return _Part(names, values, source, index, len(at), 3, len(entries), entries)
+
+
+def _name_plan(qualified_names: Iterable[str]) -> tuple[dict[str, str], bool, dict[str, str]]:
+    """A request's variable name part of each qualified attribute name, whether its parts
+    are independent, and the name parts the model's answers of a set or a single take
+    (name part -> the standard name it answers).
+
+    Requests of few names are remembered by their names (requests mostly share them).
+    """
+    key = tuple(qualified_names)
+    plan = _plans.get(key)
+    if plan is not None:
+        return plan
+    var_of = _attribute_variable_names(key)
+    independent = not any(part[:1].isdigit() for part in var_of.values())
+    answers = {var_of[name]: name for name in (*_SETS, *_SETS.values()) if name in var_of}
+    plan = (var_of, independent, answers)
+    if len(key) <= _PLAN_NAMES_MAX:
+        if len(_plans) >= _PLANS_MAX:
+            _plans.clear()
+        _plans[key] = plan
+    return plan
+
+
+#: Name plans of the attribute name sets seen so far (see :func:`_name_plan`),
+#: emptied when they grow past _PLANS_MAX; only sets of up to _PLAN_NAMES_MAX names.
+_plans: dict[tuple[str, ...], tuple[dict[str, str], bool, dict[str, str]]] = {}
+_PLANS_MAX: Final = 256
+_PLAN_NAMES_MAX: Final = 64
 
 
 #: What the model answers for env in the standard names (``NUMA_NODES`` ...).
@@ -400,14 +525,23 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
     aliases (``pcieBusID``, ``numaNodeID``) keep their own variables, as written.
     """
     found: list[tuple[str, str, AttributeValue]] = []
-    domain = device.driver + DOMAIN_SEPARATOR
     placed: list[tuple[str, AttributeValue]] = []
+    names = _qualified_names.get(device.driver)
+    if names is None:
+        if len(_qualified_names) >= _QUALIFIED_NAMES_MAX:
+            _qualified_names.clear()
+        names = _qualified_names[device.driver] = {}
     for key, attribute in device.attributes.items():
         value = attribute.value
         if value is not None:
-            qualified = key if DOMAIN_SEPARATOR in key else domain + key
+            name = names.get(key)
+            if name is None:
+                if len(names) >= _QUALIFIED_NAMES_MAX:
+                    names.clear()
+                name = names[key] = _qualified_name(device.driver, key)
+            qualified, place = name
             found.append((key, qualified, value))
-            if qualified in _PLACEMENT_NAMES or qualified.endswith(_NUMA_SUFFIX):
+            if place:
                 placed.append((qualified, value))
     if not placed or (  # the common cases: nothing the model answers, or as written
         len(placed) == 1
@@ -442,6 +576,18 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
     return kept
 
 
+def _qualified_name(driver: str, key: str) -> tuple[str, bool]:
+    """An attribute key of ``driver``'s device qualified, and whether the model answers it."""
+    qualified = key if DOMAIN_SEPARATOR in key else driver + DOMAIN_SEPARATOR + key
+    return qualified, qualified in _PLACEMENT_NAMES or qualified.endswith(_NUMA_SUFFIX)
+
+
+#: _qualified_name() of the attribute keys seen so far, by driver (devices share
+#: them); forgotten when the drivers, or a driver's keys, grow past _QUALIFIED_NAMES_MAX.
+_qualified_names: dict[str, dict[str, tuple[str, bool]]] = {}
+_QUALIFIED_NAMES_MAX: Final = 256
+
+
 def _placement_names() -> frozenset[str]:
     from ._device import NUMA_ATTRIBUTES, PCI_BUS_ID_ATTRIBUTES
 
@@ -458,17 +604,14 @@ _NUMA_SUFFIX: Final = DOMAIN_SEPARATOR + "numaNode"
 
 def _entries(found: list[tuple[str, str, AttributeValue]], var_of: dict[str, str]) -> list[_Entry]:
     """A device's attribute variables in name order (two entries when two keys share a name)."""
-    return sorted(
-        [
-            (
-                var_of[qualified],
-                key,
-                value if type(value) is str else format_value(value),
-                type(value) is tuple,
-            )
-            for key, qualified, value in found
-        ]
-    )
+    entries: list[_Entry] = []
+    for key, qualified, value in found:  # a loop costs less than a comprehension for a few
+        if type(value) is str:
+            entries.append((var_of[qualified], key, value, False))
+        else:
+            entries.append((var_of[qualified], key, format_value(value), type(value) is tuple))
+    entries.sort()
+    return entries
 
 
 def _attribute_variable_names(qualified_names: Iterable[str]) -> dict[str, str]:
@@ -476,6 +619,8 @@ def _attribute_variable_names(qualified_names: Iterable[str]) -> dict[str, str]:
     split: dict[str, tuple[str, str]] = {}
     short_count: dict[str, int] = {}
     for name in qualified_names:
+        if name in split:  # one device can name an attribute twice
+            continue
         domain, _, local = name.rpartition(DOMAIN_SEPARATOR)
         short = _snake_names.get(local)
         if short is None:
@@ -541,7 +686,9 @@ def collect_into(
     meet when one request's prefix starts the other's (``DRA_A_B_`` and
     ``DRA_A_B_0_``); without such a pair each request is checked on its own and
     forgotten before the next, so the memory held is one request's, not all of
-    them. With one, every request is checked together.
+    them; a request of more than ``_KEEP_DEVICES`` devices is checked a device at
+    a time when its parts are independent. With such a pair, every request is
+    checked together.
     """
     problems: list[DRAMetadataError] = []
     sources: list[tuple[str, str, DeviceMetadata]] = []
@@ -564,32 +711,47 @@ def collect_into(
         source = source_label(mounted.kind, mounted.claim, mounted.request)
         sources.append((request_prefix, source, mounted.metadata))
     prefixes = sorted(request_prefix for request_prefix, _, _ in sources)
-    if any(later.startswith(earlier) for earlier, later in pairwise(prefixes)):
-        groups: list[list[tuple[str, str, DeviceMetadata]]] = [sources]
-    else:
-        groups = [[source] for source in sources]
     shared: list[DRAMetadataError] = []
     nul: list[DRAMetadataError] = []
-    for group in groups:
-        planned = [
-            _request_parts(request_prefix, source, md) for request_prefix, source, md in group
-        ]
-        if len(planned) == 1 and planned[0][0]:  # checked a part at a time
-            for part in planned[0][1]:
-                sink(_checked(part, shared, nul))
-        else:
-            candidates = [variable for _, parts in planned for part in parts for variable in part]
-            sink(_checked(candidates, shared, nul))
+    if any(later.startswith(earlier) for earlier, later in pairwise(prefixes)):
+        every = [part for request in sources for part in _request_parts(*request)[1]]
+        sink(_checked(every, shared, nul))
+        return problems + shared + nul
+    for request in sources:
+        independent, parts = _request_parts(*request)
+        if independent and _device_count(request[2]) > _KEEP_DEVICES:  # a part at a time
+            for part in parts:
+                sink(_checked([part], shared, nul))
+        else:  # a request of few devices is held whole anyway (see _KEEP_DEVICES)
+            sink(_checked(list(parts), shared, nul))
     return problems + shared + nul
 
 
+def _device_count(md: DeviceMetadata) -> int:
+    requests = md.requests
+    if len(requests) == 1:
+        return len(requests[0].devices)
+    return sum(len(request.devices) for request in requests)
+
+
 def _checked(
-    candidates: list[Variable],
+    parts: list[_Part],
     shared_problems: list[DRAMetadataError],
     nul_problems: list[DRAMetadataError],
 ) -> dict[str, str]:
     """Leave out colliding names (one error per pair of sources) and NUL values."""
-    result: dict[str, str] = {}
+    if len(parts) == 1:
+        names, values = parts[0].names, parts[0].values
+    else:
+        names, values = [], []
+        for part in parts:
+            names += part.names
+            values += part.values
+    result = dict(zip(names, values, strict=True))
+    if len(result) == len(names) and "\x00" not in "".join(values):
+        return result  # the common case, found in C: every name once, no NUL
+    candidates = [variable for part in parts for variable in part.variables()]
+    result = {}
     shared: dict[str, list[Variable]] = {}  # names two or more sources map to
     nul = False
     for variable in candidates:
@@ -767,6 +929,21 @@ def render(variables: Mapping[str, str], format: Format = "shell") -> tuple[byte
     return b"".join(chunks), refused
 
 
+def _plain(values: Collection[str], *, empty: bool) -> bool:
+    """Whether every value is made only of plain characters (and, unless ``empty``, not empty).
+
+    The test :func:`shell_line` and :func:`dotenv_line` make of each value, made
+    once over them all, in C: their text joined has only plain characters exactly
+    when each has.
+    """
+    joined = "".join(values)
+    return (
+        joined.isascii()
+        and not joined.encode().translate(None, _PLAIN_CHARS.encode())
+        and (empty or all(values))
+    )
+
+
 #: How many variables :class:`Renderer` turns into text at a time.
 _LINES_PER_WRITE: Final = 2048
 
@@ -794,26 +971,36 @@ class Renderer:
 
     def add(self, variables: Mapping[str, str]) -> None:
         """Write the lines of ``variables`` (a block of lines per write)."""
-        items = list(variables.items())
-        for start in range(0, len(items), _LINES_PER_WRITE):
-            self._add(items[start : start + _LINES_PER_WRITE])
+        if len(variables) <= _LINES_PER_WRITE:
+            if variables:
+                self._add(variables.keys(), variables.values())
+            return
+        names = list(variables)
+        for start in range(0, len(names), _LINES_PER_WRITE):
+            block = names[start : start + _LINES_PER_WRITE]
+            self._add(block, list(map(variables.__getitem__, block)))
 
-    def _add(self, items: list[tuple[str, str]]) -> None:
+    def _add(self, names: Collection[str], values: Collection[str]) -> None:
         lines: list[str] = []
-        if self._format == "shell":
-            lines = [shell_line(name, value) for name, value in items]
+        pairs = zip(names, values, strict=True)
+        if self._format != "json" and _plain(values, empty=self._format == "dotenv"):
+            # shell_line() and dotenv_line() of plain values: NAME=value, all in C
+            lead = "export " if self._format == "shell" else ""
+            text = lead + f"\n{lead}".join(map("=".join, pairs)) + "\n"
+            self._write(text.encode())
+        elif self._format == "shell":
+            lines = [shell_line(name, value) for name, value in pairs]
         elif self._format == "dotenv":
-            for name, value in items:
+            for name, value in pairs:
                 try:
                     lines.append(dotenv_line(name, value))
                 except EnvError as err:
                     self._refused.append(err)
         else:
             encode = msgspec.json.encode
-            members = b",\n  ".join(encode(name) + b": " + encode(value) for name, value in items)
+            members = b",\n  ".join(encode(name) + b": " + encode(value) for name, value in pairs)
             self._write((b",\n  " if self._started else b"{\n  ") + members)
             self._started = True
-            return
         if lines:
             self._write(("\n".join(lines) + "\n").encode("utf-8"))
 

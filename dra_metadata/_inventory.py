@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Literal
+from itertools import groupby
+from operator import attrgetter
+from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
 
@@ -569,14 +571,9 @@ def from_entries(root: str, entries: list[Entry]) -> Inventory:
     """The inventory of entries :func:`~dra_metadata._scan.scan` found under ``root``."""
     files = [_file(entry) for entry in entries]
     requests: list[MountedRequest] = []
-    index = 0
-    while index < len(files):
-        first = files[index]
-        end = index + 1
-        while end < len(files) and _key(files[end]) == _key(first):
-            end += 1
-        group = files[index:end]
-        index = end
+    for _, same in groupby(files, _KEY):  # the files of one request directory come together
+        group = tuple(same)
+        first = group[0]
         if not first.request:  # a claim directory that could not be read
             continue
         readable = [(f.path, f.metadata) for f in group if f.metadata is not None]
@@ -585,10 +582,14 @@ def from_entries(root: str, entries: list[Entry]) -> Inventory:
                 kind=first.kind,
                 claim=first.claim,
                 request=first.request,
-                path=os.path.dirname(first.path) if first.driver else first.path,
-                files=tuple(group),
+                # a file's directory: its path is the directory's joined with its name
+                path=first.path.rpartition("/")[0] if first.driver else first.path,
+                files=group,
                 metadata=merge(readable) if readable else None,
-                problems=tuple(f.problem for f in group if f.problem is not None),
+                # a file has metadata or a problem
+                problems=()
+                if len(readable) == len(group)
+                else tuple(f.problem for f in group if f.problem is not None),
             )
         )
     return Inventory(
@@ -600,8 +601,8 @@ def from_entries(root: str, entries: list[Entry]) -> Inventory:
     )
 
 
-def _key(file: MountedFile) -> tuple[str, str, str]:
-    return (file.kind, file.claim, file.request)
+#: A file's request directory: (kind, claim, request).
+_KEY: Final = attrgetter("kind", "claim", "request")
 
 
 def _file(entry: Entry) -> MountedFile:

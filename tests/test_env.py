@@ -271,18 +271,18 @@ def test_a_claim_and_a_template_claim_of_one_name_collide(dra_metadata_tree: Met
 
 
 def checked(
-    candidates: list[_env.Variable],
+    md: dm.DeviceMetadata, source: str = "s"
 ) -> tuple[dict[str, str], list[dm.DRAMetadataError]]:
-    """The variables _checked() keeps, and every problem it reports."""
+    """The variables _checked() keeps of the request ``md`` checked whole, and every problem."""
     problems: list[dm.DRAMetadataError] = []
-    return _env._checked(candidates, problems, problems), problems
+    _, parts = _env._request_parts("P_", source, md)
+    return _env._checked(list(parts), problems, problems), problems
 
 
 def test_two_attribute_keys_of_one_name_are_an_error_naming_both() -> None:
     """Keys a.b/x and a-b/x make the same variable: both are named, neither is kept."""
     md = request(gpu("g", **{"a.b/x": A(string="1"), "a-b/x": A(string="2")}))
-    found = request_variables("P_", "claim 'c' request 'r'", md)
-    variables, problems = checked(found)
+    variables, problems = checked(md, "claim 'c' request 'r'")
     assert len(problems) == 1
     message = str(problems[0])
     assert message.startswith("P_0_A_B_X: claim 'c' request 'r' device 0 attribute ")
@@ -295,7 +295,7 @@ def test_two_attribute_keys_of_one_name_are_an_error_naming_both() -> None:
 def test_an_unqualified_and_a_qualified_key_of_one_attribute_collide() -> None:
     """uuid and gpu.example.com/uuid on one device are one attribute twice: an error."""
     md = request(gpu("g", uuid=A(string="1"), **{"gpu.example.com/uuid": A(string="2")}))
-    variables, problems = checked(request_variables("P_", "s", md))
+    variables, problems = checked(md)
     assert [str(p).split(":")[0] for p in problems] == ["P_0_UUID"]
     assert "P_UUID" not in variables
 
@@ -303,7 +303,7 @@ def test_an_unqualified_and_a_qualified_key_of_one_attribute_collide() -> None:
 def test_a_nul_in_a_value_leaves_that_variable_out_with_an_error() -> None:
     """No environment variable can hold a NUL: the variable is refused, by name, not cut."""
     md = request(gpu("g", model=A(string="A\x00B"), uuid=A(string="u")))
-    variables, problems = checked(request_variables("P_", "claim 'c' request 'r'", md))
+    variables, problems = checked(md, "claim 'c' request 'r'")
     assert sorted(str(p).split(":")[0] for p in problems) == ["P_0_MODEL", "P_MODEL"]
     assert "holds a NUL character" in str(problems[0])
     assert "P_0_MODEL" not in variables
@@ -507,7 +507,7 @@ def _checked_in_parts(md: dm.DeviceMetadata) -> tuple[dict[str, str], list[str]]
     nul: list[dm.DRAMetadataError] = []
     result: dict[str, str] = {}
     for part in parts:
-        result.update(_env._checked(part, shared, nul))
+        result.update(_env._checked([part], shared, nul))
     return result, [str(problem) for problem in shared + nul]
 
 
@@ -519,7 +519,7 @@ def test_independent_parts_checked_alone_give_what_checking_all_gives(
     """Independent parts checked alone give the variables and problems of one check over all."""
     independent, _ = _env._request_parts("P_", "claim 'c' request 'r'", md)
     assume(independent)
-    variables, problems = checked(request_variables("P_", "claim 'c' request 'r'", md))
+    variables, problems = checked(md, "claim 'c' request 'r'")
     assert _checked_in_parts(md) == (variables, [str(problem) for problem in problems])
 
 
@@ -531,7 +531,7 @@ def test_a_name_part_starting_with_a_digit_makes_parts_dependent() -> None:
     )
     independent, _ = _env._request_parts("P_", "s", md)
     assert not independent
-    variables, problems = checked(request_variables("P_", "s", md))
+    variables, problems = checked(md)
     assert variables["P_1_1X_EXAMPLE_COM_UUID"] == "d"
     assert problems == []
 
