@@ -411,7 +411,7 @@ def _request_parts(prefix: str, source: str, md: DeviceMetadata) -> tuple[bool, 
             if answer is None:
                 text = column[0] if single else ",".join(column)
             elif answer == _NUMA_SET:  # NUMA_NODES: every one, once, in order
-                text = ",".join(sorted(dict.fromkeys(_items(column)), key=int))
+                text = ",".join(_in_order(dict.fromkeys(_items(column))))
             elif answer in _SETS:  # PCIE_ROOTS: every one, once
                 text = ",".join(dict.fromkeys(_items(column)))
             elif len(set(column)) == 1:  # NUMA_NODE, PCIE_ROOT: only when one for all
@@ -598,6 +598,19 @@ _PLACEMENT_NAMES: Final = _placement_names()
 #: The request's list of every node (root) its devices are local to, and the
 #: single one only when they all name the same one.
 _NUMA_SET: Final = _STD + "numaNodes"
+
+
+def _in_order(nodes: Iterable[str]) -> list[str]:
+    """NUMA node numbers in numeric order; anything else as written.
+
+    A device may carry an attribute named ``resource.kubernetes.io/numaNodes``
+    itself, holding any text: its values are not numbers to sort.
+    """
+    listed = list(nodes)
+    try:
+        return sorted(listed, key=int)
+    except ValueError:
+        return listed
 _SETS: Final = {_STD + "numaNodes": _STD + "numaNode", _STD + "pcieRoots": _STD_ROOT}
 _NUMA_SUFFIX: Final = DOMAIN_SEPARATOR + "numaNode"
 

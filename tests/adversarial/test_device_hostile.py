@@ -257,3 +257,19 @@ def test_a_device_listed_twice_is_a_problem_counted_once(tmp_path: Path) -> None
     assert nearest.name == "gpu-1"  # not the copy of itself
     done = cli("doctor", "--root", str(tmp_path), "--sys-root", str(tmp_path / "none"))
     assert "device: expected each device once, found listed twice" in done.stdout
+
+
+def test_an_attribute_named_like_the_numa_answer_is_written_as_it_is(tmp_path: Path) -> None:
+    """A literal ``resource.kubernetes.io/numaNodes`` holding text is printed, not sorted as ints.
+
+    It used to end env with a ``ValueError`` traceback (the request's list of nodes
+    is sorted by number).
+    """
+    devices = [
+        nic(f"eth{i}", **{STD + "numaNodes": A(string=f"0000:3b:00.{i}")}) for i in range(2)
+    ]
+    write_claims(tmp_path, {"c/r": devices})
+    done = cli("env", "--root", str(tmp_path))
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert "export DRA_C_R_NUMA_NODES=0000:3b:00.0,0000:3b:00.1\n" in done.stdout
+    assert "export DRA_C_R_1_NUMA_NODES=0000:3b:00.1\n" in done.stdout
