@@ -611,6 +611,8 @@ def _in_order(nodes: Iterable[str]) -> list[str]:
         return sorted(listed, key=int)
     except ValueError:
         return listed
+
+
 _SETS: Final = {_STD + "numaNodes": _STD + "numaNode", _STD + "pcieRoots": _STD_ROOT}
 _NUMA_SUFFIX: Final = DOMAIN_SEPARATOR + "numaNode"
 

@@ -265,9 +265,7 @@ def test_an_attribute_named_like_the_numa_answer_is_written_as_it_is(tmp_path: P
     It used to end env with a ``ValueError`` traceback (the request's list of nodes
     is sorted by number).
     """
-    devices = [
-        nic(f"eth{i}", **{STD + "numaNodes": A(string=f"0000:3b:00.{i}")}) for i in range(2)
-    ]
+    devices = [nic(f"eth{i}", **{STD + "numaNodes": A(string=f"0000:3b:00.{i}")}) for i in range(2)]
     write_claims(tmp_path, {"c/r": devices})
     done = cli("env", "--root", str(tmp_path))
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
