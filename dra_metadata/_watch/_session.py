@@ -122,7 +122,7 @@ class Target(msgspec.Struct, frozen=True):
     root: str  # the caller's root (it may be a link; nothing below it may)
     parts: tuple[str, str, str]  # the kind directory, the claim and the request below it
     question: Question  # what was asked, for the one resolver (a subrequest is checked)
-    subrequest: bool = False  # question.subrequest: else every request of a file answers
+    subrequest: bool  # question.subrequest: else every request of a file answers
 
     def answers(self, md: DeviceMetadata) -> tuple[str, ...]:
         """The request names of ``md`` that answer; the readers' not-found when none does.

@@ -357,7 +357,7 @@ class Inotify:
         unpack = _EVENT.unpack_from
         all_writes, pending, entries = self._writes, self._pending, self._entries
         now = time.monotonic()
-        while offset < end:
+        while offset + _EVENT_SIZE <= end:  # the kernel hands out whole events
             wd, mask, _cookie, length = unpack(data, offset)
             offset += _EVENT_SIZE + length
             writes = all_writes.get(wd)
