@@ -64,6 +64,8 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
 
+from ._model import DOMAIN_SEPARATOR, qualified_entry
+
 if TYPE_CHECKING:
     from ._model import AttributeValue, Device
 
@@ -125,7 +127,12 @@ PCIE_ROOT_ATTRIBUTE: Final = _STANDARD + "pcieRoot"
 
 
 def _split(names: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
-    return tuple((name, *name.split("/", 1)) for name in names)  # type: ignore[misc] # 3 parts
+    """(name, domain, local) of each name, split as :meth:`Device.find_attribute` splits it."""
+    split = []
+    for name in names:
+        domain, _, local = name.rpartition(DOMAIN_SEPARATOR)
+        split.append((name, domain, local))
+    return tuple(split)
 
 
 #: (qualified name, domain, local name) of each attribute looked up, split once.
@@ -139,10 +146,7 @@ _NUMA_KNOWN: Final = frozenset(name for name, _, _ in _NUMA_NAMES)
 
 def _value(device: Device, qualified: str, domain: str, local: str) -> AttributeValue | None:
     """The value of attribute ``qualified``, as :meth:`Device.attribute` resolves it."""
-    attributes = device.attributes
-    found = attributes.get(qualified)
-    if found is None and domain == device.driver:
-        found = attributes.get(local)
+    found = qualified_entry(device, qualified, domain, local)
     return None if found is None else found.value
 
 

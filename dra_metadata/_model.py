@@ -344,19 +344,16 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
         >>> dev.attribute("pciBusID"), dev.attribute("pciBusID", standard=True)
         (None, '0000:3b:00.0')
         """
-        attributes = self.attributes
-        found = attributes.get(name)
-        if found is not None:
-            return found
         domain, sep, local = name.rpartition(DOMAIN_SEPARATOR)
-        if not sep:
+        if sep:
+            return qualified_entry(self, name, domain, local)
+        attributes = self.attributes
+        found = attributes.get(name)  # the key exactly as given first
+        if found is None:
             found = attributes.get(self.driver + DOMAIN_SEPARATOR + name)
             if found is None and standard:
                 found = attributes.get(STANDARD_DOMAIN + DOMAIN_SEPARATOR + name)
-            return found
-        if domain == self.driver:
-            return attributes.get(local)
-        return None
+        return found
 
     def attribute(
         self, name: str, default: AttributeValue | None = None, *, standard: bool = False
@@ -644,6 +641,21 @@ class MergedDeviceMetadata(DeviceMetadata, tag="DeviceMetadata"):
             return ()
         first = self.sources[0].claim_uid
         return tuple(source for source in self.sources if source.claim_uid != first)
+
+
+def qualified_entry(device: Device, name: str, domain: str, local: str) -> DeviceAttribute | None:
+    """The entry of the qualified attribute ``name`` (``domain/local``) of ``device``.
+
+    The key as given, else, in the device's own driver domain, the unqualified
+    key: the rule :meth:`Device.find_attribute` follows for a qualified name. It
+    takes the name split already, for callers that look the same names up on
+    many devices.
+    """
+    attributes = device.attributes
+    found = attributes.get(name)
+    if found is None and domain == device.driver:
+        found = attributes.get(local)
+    return found
 
 
 def wire_names(cls: type[msgspec.Struct]) -> tuple[str, ...]:

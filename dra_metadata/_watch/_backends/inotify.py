@@ -287,6 +287,7 @@ class Inotify:
     def remove(self, path: str) -> None:
         """Stop watching ``path`` (nothing happens when it is not watched)."""
         self._deferred.pop(path, None)
+        self._absolute_of.pop(path, None)
         wd = self._wd_of.get(path)
         if wd is not None:
             self._forget(wd)
