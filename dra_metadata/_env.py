@@ -132,15 +132,14 @@ Format = Literal["shell", "dotenv", "json"]
 #: The output formats of :func:`render`, the default first.
 FORMATS: Final[tuple[Format, ...]] = ("shell", "dotenv", "json")
 
-_ALNUM: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-_UPPER: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_LOWER_OR_DIGIT: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
-_LOWER: Final = frozenset("abcdefghijklmnopqrstuvwxyz")
+_DIGITS: Final = "0123456789"
+_UPPER: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_LOWER: Final = "abcdefghijklmnopqrstuvwxyz"
 #: Characters that no shell and no dotenv reader treats specially. A value is
 #: made only of them when stripping them all leaves nothing (done in C).
 _PLAIN_CHARS: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.,/:@+=%"
-_NAME_START: Final = _UPPER | frozenset("abcdefghijklmnopqrstuvwxyz_")
-_NAME_CHARS: Final = _NAME_START | frozenset("0123456789")
+_NAME_START: Final = frozenset(_UPPER + _LOWER + "_")
+_NAME_CHARS: Final = frozenset(_UPPER + _LOWER + "_" + _DIGITS)
 
 _COUNT: Final = "COUNT"
 _DEVICES: Final = "DEVICES"
@@ -159,34 +158,58 @@ def env_name(text: str) -> str:
     >>> env_name("gpu.example.com"), env_name("a_b"), env_name("café")
     ('GPU_EXAMPLE_COM', 'A_B', 'CAF_')
     """
-    if text.isascii():  # the common case, in C
-        return text.encode().translate(_BYTE_TO_NAME).decode()
-    return "".join(ch.upper() if ch in _ALNUM else "_" for ch in text)
+    return _ascii(text).translate(_BYTE_TO_NAME).decode()
 
 
-#: env_name() of each byte of ASCII text (a table for ``bytes.translate``).
-_BYTE_TO_NAME: Final = bytes(
-    ord(ch.upper() if ch in _ALNUM else "_") for ch in map(chr, range(256))
+def _ascii(text: str) -> bytes:
+    """``text`` as ASCII bytes, one per character: any other character is ``?``."""
+    return text.encode("ascii", "replace")
+
+
+def _byte_table(default: bytes, *ranges: tuple[str, str]) -> bytes:
+    """A ``bytes.translate`` table: the bytes of each ``(these, become)`` pair map one to
+    one, every other byte to ``default``."""
+    table = bytearray(default * 256)
+    for these, become in ranges:
+        start = ord(these[0])
+        table[start : start + len(these)] = become.encode()
+    return bytes(table)
+
+
+#: env_name() of each byte of ASCII text.
+_BYTE_TO_NAME: Final = _byte_table(b"_", (_DIGITS, _DIGITS), (_UPPER, _UPPER), (_LOWER, _UPPER))
+#: What snake_name() needs to know of each byte: "U" upper-case letter, "l" lower-case
+#: letter, "d" digit, "-" anything else.
+_BYTE_CLASS: Final = _byte_table(
+    b"-", (_DIGITS, "d" * len(_DIGITS)), (_UPPER, "U" * len(_UPPER)), (_LOWER, "l" * len(_LOWER))
 )
 
 
 def snake_name(text: str) -> str:
     """A camelCase (or any) attribute name in UPPER_SNAKE.
 
-    >>> snake_name("numaNodeID"), snake_name("gpu0Memory"), snake_name("already_snake")
-    ('NUMA_NODE_ID', 'GPU0_MEMORY', 'ALREADY_SNAKE')
+    A capital starts a word after a lower-case letter or a digit, and after
+    another capital when a lower-case letter follows it; the words are then
+    joined with ``_`` and made an :func:`env_name`.
+
+    >>> snake_name("numaNodeID"), snake_name("gpu0Memory"), snake_name("HTTPServer")
+    ('NUMA_NODE_ID', 'GPU0_MEMORY', 'HTTP_SERVER')
     """
-    out: list[str] = []
-    last = len(text) - 1
-    for i, ch in enumerate(text):
-        if ch in _UPPER and i > 0:
-            before = text[i - 1]
-            if before in _LOWER_OR_DIGIT or (
-                before in _UPPER and i < last and text[i + 1] in _LOWER
-            ):
-                out.append("_")
-        out.append(ch.upper() if ch in _ALNUM else "_")
-    return "".join(out)
+    raw = _ascii(text)
+    classes = raw.translate(_BYTE_CLASS)
+    words: list[bytes] = []
+    start = 0
+    at = classes.find(b"U", 1)
+    while at != -1:  # from capital to capital, in C between them
+        before = classes[at - 1 : at]
+        if before in b"ld" or (before == b"U" and classes[at + 1 : at + 2] == b"l"):
+            words.append(raw[start:at])
+            start = at
+        at = classes.find(b"U", at + 1)
+    if start:
+        words.append(raw[start:])
+        raw = b"_".join(words)
+    return raw.translate(_BYTE_TO_NAME).decode()
 
 
 #: Network data fields: wire name -> variable name (``interfaceName`` -> ``INTERFACE_NAME``).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import string
 import subprocess
 from pathlib import Path
 
@@ -89,6 +90,30 @@ def test_names_are_upper_snake_and_everything_else_is_underscore() -> None:
 def test_attribute_names_go_from_camel_case_to_upper_snake(attribute: str, expected: str) -> None:
     """A capital after a lower-case letter or digit, or before a lower-case one, starts a word."""
     assert snake_name(attribute) == expected
+
+
+def _snake_name_by_the_rule(text: str) -> str:
+    """snake_name()'s rule, a character at a time: the oracle of the test below."""
+    upper, lower, digits = string.ascii_uppercase, string.ascii_lowercase, string.digits
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        if ch in upper and i > 0:
+            before = text[i - 1]
+            if before in lower + digits or (
+                before in upper and i + 1 < len(text) and text[i + 1] in lower
+            ):
+                out.append("_")
+        out.append(ch.upper() if ch in upper + lower + digits else "_")
+    return "".join(out)
+
+
+@given(st.text(alphabet=st.sampled_from("aBC1-é\udcff"), max_size=12) | st.text())
+def test_snake_name_follows_its_rule_on_any_text(text: str) -> None:
+    """Capitals, digits, separators and non-ASCII text, as the rule says character by character."""
+    assert snake_name(text) == _snake_name_by_the_rule(text)
+    assert env_name(text) == "".join(
+        ch.upper() if ch in string.ascii_letters + string.digits else "_" for ch in text
+    )
 
 
 @given(st.text(max_size=30))
