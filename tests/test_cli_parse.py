@@ -113,3 +113,44 @@ def test_any_command_line_gets_the_whole_parsers_answer(arguments: list[str]) ->
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("COLUMNS", "100")
         assert outcome(lambda: _cli.parse(arguments)) == whole(arguments)
+
+
+@pytest.mark.parametrize("columns", [None, "", "120", " 90", "0", "-3", "wide"])
+@pytest.mark.parametrize("stdout", ["pipe", "terminal", "closed"])
+def test_help_is_as_wide_as_shutil_says(
+    columns: str | None, stdout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """terminal_width() answers as shutil.get_terminal_size() (which it spares the import of)."""
+    import fcntl
+    import os
+    import pty
+    import shutil
+    import struct
+    import termios
+
+    from dra_metadata._cli._common import terminal_width
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    leader = -1
+    if stdout == "terminal":
+        leader, follower = pty.openpty()
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 132, 0, 0))
+        stream = open(follower, "w")  # noqa: SIM115 - closed below
+    else:
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        stream = open(write_end, "w")  # noqa: SIM115 - closed below
+        if stdout == "closed":
+            stream.close()
+    monkeypatch.setattr("sys.__stdout__", stream)
+    try:
+        assert terminal_width() == shutil.get_terminal_size().columns
+        if stdout == "terminal" and not columns:
+            assert terminal_width() == 132
+    finally:
+        stream.close()
+        if leader >= 0:
+            os.close(leader)
