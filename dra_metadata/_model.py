@@ -18,6 +18,9 @@ network field names are derived from them (:func:`wire_names`).
 Annotations here are real types, not strings (no ``from __future__ import
 annotations``): building the msgspec decoder then takes a third of the time,
 which is most of what a command line call spends on its first ``decode()``.
+The few that msgspec does not read and that would build a ``typing`` object
+when the module loads (a return type, a module constant's) are written as
+strings instead.
 """
 
 from collections.abc import Iterator, Sequence
@@ -70,7 +73,7 @@ _Str = str
 
 AttributeKind = Literal["int", "bool", "string", "version", "ints", "bools", "strings", "versions"]
 #: The members of a DeviceAttribute, in Go's order (also the order of union error texts).
-ATTRIBUTE_KINDS: Final[tuple[AttributeKind, ...]] = (
+ATTRIBUTE_KINDS: "Final[tuple[AttributeKind, ...]]" = (
     "int",
     "bool",
     "string",
@@ -165,7 +168,7 @@ class DeviceAttribute(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
         return tuple(kind for kind in ATTRIBUTE_KINDS if getattr(self, kind) not in (None, ()))
 
     @property
-    def kind(self) -> AttributeKind | None:
+    def kind(self) -> "AttributeKind | None":
         """The first member that is set (``"int"``, ``"strings"`` ...), or ``None``."""
         for kind in ATTRIBUTE_KINDS:
             if getattr(self, kind) not in (None, ()):
@@ -672,7 +675,7 @@ def wire_names(cls: type[msgspec.Struct]) -> tuple[str, ...]:
 
 
 #: The network data fields: wire name -> attribute of :class:`NetworkDeviceData`.
-NETWORK_FIELDS: Final[dict[str, str]] = dict(
+NETWORK_FIELDS: "Final[dict[str, str]]" = dict(
     zip(wire_names(NetworkDeviceData), NetworkDeviceData.__struct_fields__, strict=True)
 )
 

@@ -13,6 +13,8 @@ file for it is then made by ``python -m dra_metadata._schema schemas``.
 'v1beta1'
 """
 
+from __future__ import annotations
+
 from typing import Final
 
 __all__ = [
