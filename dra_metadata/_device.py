@@ -144,12 +144,6 @@ _OWN_AT: Final = NUMA_ATTRIBUTES.index("{driver}/numaNode")
 _NUMA_KNOWN: Final = frozenset(name for name, _, _ in _NUMA_NAMES)
 
 
-def _value(device: Device, qualified: str, domain: str, local: str) -> AttributeValue | None:
-    """The value of attribute ``qualified``, as :meth:`Device.attribute` resolves it."""
-    found = qualified_entry(device, qualified, domain, local)
-    return None if found is None else found.value
-
-
 _ATTRIBUTE_KINDS: Final[tuple[tuple[str, DeviceKind], ...]] = (
     ("dra.net/ifName", "nic"),
     ("dra.cpu/cpuID", "cpu"),
@@ -217,7 +211,8 @@ def pci_address_of(device: Device) -> PciAddress | None:
     if not device.attributes:
         return None
     for name, domain, local in _PCI_NAMES:
-        raw = _value(device, name, domain, local)
+        found = qualified_entry(device, name, domain, local)
+        raw = None if found is None else found.value
         if raw is None:
             continue
         value = normal_pci_address(raw) if isinstance(raw, str) else None
@@ -271,11 +266,11 @@ def numa_of(device: Device) -> NumaNodes:
     own = driver + "/" + _NUMA_OWN
     for index, (name, domain, local) in enumerate(_NUMA_NAMES):
         if index == _OWN_AT and own not in _NUMA_KNOWN:
-            nodes = int_values(_value(device, own, driver, _NUMA_OWN))
-            if nodes:
+            found = qualified_entry(device, own, driver, _NUMA_OWN)
+            if found is not None and (nodes := int_values(found.value)):
                 sources.append((own, nodes))
-        nodes = int_values(_value(device, name, domain, local))
-        if nodes:
+        found = qualified_entry(device, name, domain, local)
+        if found is not None and (nodes := int_values(found.value)):
             sources.append((name, nodes))
     if not sources:
         return NumaNodes((), None, ())
