@@ -106,12 +106,16 @@ from ._paths import RootArg
 from ._read import DEFAULT_MAX_SIZE
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from ._inventory import Inventory
+
+    #: An output format of :func:`render` (for type checkers: nothing reads it at run time).
+    Format: TypeAlias = Literal["shell", "dotenv", "json"]
 
 __all__ = [
     "DEFAULT_PREFIX",
     "FORMATS",
-    "Format",
     "Renderer",
     "collect",
     "collect_into",
@@ -128,7 +132,6 @@ __all__ = [
 #: The prefix of every variable unless another is asked for.
 DEFAULT_PREFIX: Final = "DRA_"
 
-Format = Literal["shell", "dotenv", "json"]
 #: The output formats of :func:`render`, the default first.
 FORMATS: Final[tuple[Format, ...]] = ("shell", "dotenv", "json")
 

@@ -38,8 +38,6 @@ from .._errors import (
     NotMountedError,
     StaleMetadataError,
 )
-from .._text import escape_char as _escape
-from .._text import one_line
 
 if TYPE_CHECKING:
     from .._inventory import Inventory
@@ -72,7 +70,6 @@ __all__ = [
     "fail",
     "json_text",
     "mounted_files",
-    "one_line",
     "selected_claim",
     "selected_inventory",
     "selected_question",
@@ -463,11 +460,13 @@ def check_each(
 
 
 def fail(message: str) -> None:
-    """Print one error line on stderr, whatever the message holds (see :func:`one_line`).
+    """Print one error line on stderr, whatever the message holds (escaped by ``one_line``).
 
     Never anywhere else: with stderr closed (``2>&-``) the message is dropped, and
     a stderr that cannot be written (``2>/dev/full``) is given up on, silently.
     """
+    from .._text import one_line  # on the way to a message: a command that succeeds never needs it
+
     stream = sys.stderr
     if stream is None:
         return
@@ -479,7 +478,7 @@ def fail(message: str) -> None:
 
 
 def json_text(text: str) -> str:
-    r"""``text`` escaped as :func:`one_line` does, with backslashes doubled: unambiguous.
+    r"""``text`` escaped as ``one_line`` does, with backslashes doubled: unambiguous.
 
     For names printed by ``ls`` and ``watch``: a directory named ``a<newline>b``
     is ``a\nb`` and one named ``a\nb`` (a backslash, then ``n``) is ``a\\nb``; a
@@ -491,8 +490,11 @@ def json_text(text: str) -> str:
     """
     if text.isprintable() and "\\" not in text:
         return text
+    from .._text import escape_char
+
     return "".join(
-        "\\\\" if char == "\\" else char if char.isprintable() else _escape(char) for char in text
+        "\\\\" if char == "\\" else char if char.isprintable() else escape_char(char)
+        for char in text
     )
 
 

@@ -99,7 +99,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
         write_stdout(json_bytes(report.to_dict()))
     else:
-        from ._common import one_line
+        from .._text import one_line
 
         lines = [
             ("ok: " if finding.ok else "") + one_line(str(finding))

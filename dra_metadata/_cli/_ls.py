@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Final
 
+from .._text import one_line
 from ._common import (
     EXIT_OK,
     Commands,
@@ -14,7 +15,6 @@ from ._common import (
     exit_code_for,
     fail,
     json_text,
-    one_line,
     selected_inventory,
     write_stdout,
 )
