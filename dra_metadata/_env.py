@@ -92,15 +92,20 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
 
-from ._device import normal_pci_address, numa_of, pci_address_of, pcie_roots_of
 from ._errors import DRAMetadataError, EnvError
 from ._model import (
     DOMAIN_SEPARATOR,
     NETWORK_FIELDS,
+    NUMA_ATTRIBUTES,
+    PCI_BUS_ID_ATTRIBUTES,
     AttributeValue,
     Device,
     DeviceMetadata,
     NetworkDeviceData,
+    normal_pci_address,
+    numa_of,
+    pci_address_of,
+    pcie_roots_of,
 )
 from ._paths import RootArg
 from ._read import DEFAULT_MAX_SIZE
@@ -614,13 +619,9 @@ _qualified_names: dict[str, dict[str, tuple[str, bool]]] = {}
 _QUALIFIED_NAMES_MAX: Final = 256
 
 
-def _placement_names() -> frozenset[str]:
-    from ._device import NUMA_ATTRIBUTES, PCI_BUS_ID_ATTRIBUTES
-
-    return frozenset((*NUMA_ATTRIBUTES, *PCI_BUS_ID_ATTRIBUTES, _STD_ROOT)) - {"{driver}/numaNode"}
-
-
-_PLACEMENT_NAMES: Final = _placement_names()
+_PLACEMENT_NAMES: Final = frozenset((*NUMA_ATTRIBUTES, *PCI_BUS_ID_ATTRIBUTES, _STD_ROOT)) - {
+    "{driver}/numaNode"
+}
 #: The request's list of every node (root) its devices are local to, and the
 #: single one only when they all name the same one.
 _NUMA_SET: Final = _STD + "numaNodes"

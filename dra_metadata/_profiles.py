@@ -175,7 +175,7 @@ def _nccl(topo: Topology) -> dict[str, str]:
 
 
 def _dpdk(topo: Topology) -> dict[str, str]:
-    from ._device import PCI_BUS_ID_ATTRIBUTES, pci_address_of
+    from ._model import PCI_BUS_ID_ATTRIBUTES, pci_address_of
 
     nics = _once(topo.nics)
     if not nics:

@@ -7,7 +7,7 @@ driver, as a :class:`TopologyDevice` that knows its kind (``gpu``, ``nic``,
 attribute names drivers publish today.
 
 The device questions (PCI address, PCIe roots, NUMA nodes, kind) are answered
-once, by the model (``dra_metadata._device``: the attribute names drivers
+once, by the model (``dra_metadata._model``: the attribute names drivers
 publish today and their sources); the topology reads those answers. Where two
 NUMA attributes of one device name different nodes, it says so in
 :attr:`Topology.problems`. ``kinds=`` given to :meth:`Inventory.topology`
@@ -42,20 +42,22 @@ from typing import Final, Literal
 
 import msgspec
 
+from ._inventory import Inventory, MountedDevice
+
 # At run time too: TopologyDevice's fields name them (typing.get_type_hints(), help()).
-from ._device import (
+from ._model import (
     DEVICE_KINDS,
     DRIVER_KINDS,
     NUMA_ATTRIBUTES,
     PCI_BUS_ID_ATTRIBUTES,
+    AttributeValue,
     DeviceKind,
+    NetworkDeviceData,
     int_values,
     intersect,
     normal_pci_address,
     numa_of,
 )
-from ._inventory import Inventory, MountedDevice
-from ._model import AttributeValue, NetworkDeviceData
 from ._text import one_line
 
 __all__ = [
@@ -87,7 +89,7 @@ AFFINITY_LEVELS: Final[tuple[Affinity, ...]] = (
     "unknown",
 )
 
-#: NUMA attributes other than the standard one (see ``dra_metadata._device``).
+#: NUMA attributes other than the standard one (see ``dra_metadata._model``).
 NUMA_ALIASES: Final[tuple[str, ...]] = NUMA_ATTRIBUTES[1:]
 #: PCI address attributes other than the standard ``pciBusID``.
 PCI_BUS_ID_ALIASES: Final[tuple[str, ...]] = PCI_BUS_ID_ATTRIBUTES[1:]

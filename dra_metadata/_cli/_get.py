@@ -75,7 +75,7 @@ def register(commands: Commands) -> None:
     parser.set_defaults(handler=_get)
 
 
-#: Unqualified names ``get`` answers from the model (see ``dra_metadata._device``).
+#: Unqualified names ``get`` answers from the model (see ``dra_metadata._model``).
 ANSWERED: Final = ("pciBusID", "numaNode", "numaNodes", "pcieRoot", "pcieRoots")
 
 
@@ -91,7 +91,7 @@ def model_answer(device: Device, name: str) -> tuple[AttributeValue | None, str]
     >>> model_answer(gpu, "pciBusID")
     ('0000:18:00.0', 'from gpu.nvidia.com/pcieBusID, in the standard form')
     """
-    from .._device import PCI_BUS_ID_ATTRIBUTES, pci_address_of
+    from .._model import PCI_BUS_ID_ATTRIBUTES, pci_address_of
 
     if name == "pciBusID":
         found = pci_address_of(device)
