@@ -26,9 +26,10 @@ The device questions
 ====================
 
 The PCI address, PCIe roots, NUMA nodes and kind of a device are answered
-once, here, beside the attributes they are read from. Every door (:class:`~dra_metadata.Device` and ``MountedDevice`` properties, the
-topology, ``get``, ``env`` and its profiles, ``doctor``) reads these answers;
-none reads the attributes behind them on its own.
+once, here, beside the attributes they are read from. Every door
+(:class:`~dra_metadata.Device` and ``MountedDevice`` properties, the topology,
+``get``, ``env`` and its profiles, ``doctor``) reads these answers; none reads
+the attributes behind them on its own.
 
 PCI address
 -----------
