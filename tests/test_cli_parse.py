@@ -128,7 +128,7 @@ def test_help_is_as_wide_as_shutil_says(
     import struct
     import termios
 
-    from dra_metadata._cli._common import terminal_width
+    from dra_metadata._cli import terminal_width
 
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)

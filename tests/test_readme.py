@@ -243,7 +243,7 @@ def test_api_reference_covers_the_public_names() -> None:
 
 def test_cli_page_lists_the_exit_codes() -> None:
     """docs/cli.md's exit-code table has one row per code the command line uses."""
-    from dra_metadata._cli import _common
+    from dra_metadata import _cli as _common
 
     codes = sorted({v for k, v in vars(_common).items() if k.startswith("EXIT_")})
     rows = re.findall(r"^\| (\d+) \| .* \|$", text_of("docs/cli.md"), re.MULTILINE)

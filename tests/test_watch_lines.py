@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import dra_metadata as dm
-from dra_metadata._cli._common import json_text
+from dra_metadata._cli import json_text
 from tests.conftest import REPO
 
 

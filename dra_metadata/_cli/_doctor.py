@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from ._common import (
+from . import (
     EXIT_FALSE,
     EXIT_OK,
     Commands,
@@ -78,7 +78,7 @@ def register(commands: Commands) -> None:
 
 def _doctor(args: argparse.Namespace) -> int:
     from .._live import IpQuery, check_live
-    from ._common import selected_inventory
+    from . import selected_inventory
 
     query = IpQuery(args.ip)  # runs while the metadata is read
     try:

@@ -7,7 +7,7 @@ from typing import Final
 
 from .._env import DEFAULT_PREFIX, FORMATS, valid_prefix
 from .._errors import DRAMetadataError
-from ._common import (
+from . import (
     EXIT_OK,
     Commands,
     add_command,

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Final
 
 from .._model import NETWORK_FIELDS
-from ._common import (
+from . import (
     EXIT_FALSE,
     EXIT_OK,
     EXIT_UNDECODABLE,

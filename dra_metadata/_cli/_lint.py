@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from .._errors import DecodeError
-from ._common import Commands, add_command, add_files, check_each, mounted_files
+from . import Commands, add_command, add_files, check_each, mounted_files
 
 if TYPE_CHECKING:
     from .._lint import LintProblem

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Final
 
 from .._text import one_line
-from ._common import (
+from . import (
     EXIT_OK,
     Commands,
     add_command,

@@ -9,7 +9,7 @@ from .._model import DeviceMetadata, MergedDeviceMetadata
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-from ._common import (
+from . import (
     EXIT_OK,
     Commands,
     add_command,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Final
 
-from ._common import (
+from . import (
     EXIT_OK,
     Commands,
     add_command,
@@ -116,7 +116,7 @@ def output_width() -> int:
     """
     import sys
 
-    from ._common import terminal_width
+    from . import terminal_width
 
     try:
         terminal = sys.stdout is not None and sys.stdout.isatty()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._field_error import FieldError
-from ._common import Commands, add_command, add_files, check_each, mounted_files
+from . import Commands, add_command, add_files, check_each, mounted_files
 
 __all__ = ["register"]
 

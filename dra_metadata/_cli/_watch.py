@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING, Final
 
 from .._duration import DURATION_HELP
-from ._common import (
+from . import (
     EXIT_FALSE,
     EXIT_OK,
     Commands,
