@@ -115,7 +115,7 @@ DEVICE_COUNTS: Final = (1, 8, 64)
 FORBIDDEN_MODULES: Final = ("pydantic", "pydantic_core", "watchfiles", "semver")
 
 #: decode() / the msgspec floor, per device count: the sound floor in pure Python
-#: (the duplicate-key proof costs a scan of the entry; see _decode's docstring).
+#: (the duplicate-key proof costs a scan of the entry; see _read's docstring).
 DECODE_FLOOR_TARGETS: Final = {1: 1.45, 8: 1.22, 64: 1.08}
 PYDANTIC_SPEEDUP_TARGET: Final = 3.0
 IMPORT_TARGET: Final = 1.2

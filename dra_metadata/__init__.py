@@ -25,7 +25,6 @@ from __future__ import annotations
 import datetime  # noqa: F401 - first of all, see above
 from typing import TYPE_CHECKING
 
-from ._decode import decode
 from ._errors import (
     DecodeError,
     DRAMetadataError,
@@ -69,7 +68,7 @@ from ._paths import (
     resource_claim_file_path,
     resource_claim_template_file_path,
 )
-from ._read import DEFAULT_MAX_SIZE, read_file, read_request_dir
+from ._read import DEFAULT_MAX_SIZE, decode, read_file, read_request_dir
 
 if TYPE_CHECKING:
     from ._claims import read_resource_claim, read_resource_claim_template

@@ -188,8 +188,8 @@ def lint(
     all; no other exception escapes, whatever the bytes. :class:`TypeError` when
     ``data`` is not bytes or str, or ``path`` not a ``str`` path (bytes included).
     """
-    from ._decode import stream_bytes
     from ._paths import check_path
+    from ._read import stream_bytes
 
     raw = stream_bytes(data, "lint()")
     if path is not None:
@@ -206,7 +206,7 @@ def lint_exact(
 
 
 def _lint(raw: bytes, path: str | None, *, fast: bool) -> list[LintProblem]:
-    from ._decode import decode
+    from ._read import decode
 
     stream = _Stream()
     chosen = False  # whether the entry Go returns (the first decoded one) was seen
@@ -238,7 +238,7 @@ def _lint(raw: bytes, path: str | None, *, fast: bool) -> list[LintProblem]:
 def _entries(data: bytes, *, fast: bool = True) -> Iterator[_Entry]:
     """Every object of the stream, read as Go reads it; stops at the first unreadable one."""
     from . import _gojson
-    from ._decode import from_wire
+    from ._read import from_wire
 
     pos = 0
     index = 0
@@ -294,7 +294,7 @@ def _fast_entry(data: bytes, start: int, index: int) -> tuple[_Entry, int] | Non
     fire). Anything else is left to the exact path, which reads the entry as
     Go does.
     """
-    from ._decode import _decode_fast
+    from ._read import _decode_fast
 
     following = data.find(b"\n{", start)
     end = len(data) if following < 0 else following

@@ -444,8 +444,8 @@ class MetadataPublisher:
         :func:`~dra_metadata.encode` of that the same bytes),
         :func:`~dra_metadata.validate` and :func:`~dra_metadata.lint`.
         """
-        from ._decode import decode
         from ._lint import lint
+        from ._read import decode
         from ._validate import validate
 
         data = self._encode(md)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dra_metadata as dm
-from dra_metadata._decode import _decode_fast, decode_exact
+from dra_metadata._read import _decode_fast, decode_exact
 from tests import strategies
 from tests.conftest import DECODE_CASES, case_input, needs_corpus, portable_prefix, wire
 

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 import msgspec
 
-from .._decode import decode
 from .._errors import DecodeError, DRAMetadataError, InvalidNameError, SymlinkError, os_reason
 from .._model import DeviceMetadata, MergedDeviceMetadata
 from .._paths import (
@@ -36,7 +35,7 @@ from .._paths import (
     request_dir,
     root_path,
 )
-from .._read import merge, read_fd
+from .._read import decode, merge, read_fd
 from .._select import Place, Question, ask, narrow, resolve
 from ._backends import Backend, BackendError, Notifier, check_backend, open_notifier
 from ._backends.base import CLOSE_WAIT, Writes
