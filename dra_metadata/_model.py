@@ -946,9 +946,10 @@ def pci_address_of(device: Device) -> PciAddress | None:
     >>> pci_address_of(Device("dra.net", "p", "n", {"pciAddress": A(string="../../x")}))
     PciAddress(value=None, source='dra.net/pciAddress', raw='../../x')
     """
-    if not device.attributes:
-        return None
+    attributes = device.attributes
     for name, domain, local in _PCI_NAMES:
+        if name not in attributes and local not in attributes:
+            continue  # the only two keys qualified_entry looks up: neither is there
         found = qualified_entry(device, name, domain, local)
         raw = None if found is None else found.value
         if raw is None:
@@ -997,7 +998,8 @@ def numa_of(device: Device) -> NumaNodes:
     >>> numa_of(Device("dra.cpu", "p", "c", {"numaNodeID": A(int=1)})).nodes
     (1,)
     """
-    if not device.attributes:
+    attributes = device.attributes
+    if not attributes:
         return _NO_NUMA
     sources: list[tuple[str, tuple[int, ...]]] = []
     driver = device.driver
@@ -1007,6 +1009,8 @@ def numa_of(device: Device) -> NumaNodes:
             found = qualified_entry(device, own, driver, _NUMA_OWN)
             if found is not None and (nodes := int_values(found.value)):
                 sources.append((own, nodes))
+        if name not in attributes and local not in attributes:
+            continue  # the only two keys qualified_entry looks up: neither is there
         found = qualified_entry(device, name, domain, local)
         if found is not None and (nodes := int_values(found.value)):
             sources.append((name, nodes))
