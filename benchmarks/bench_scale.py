@@ -21,7 +21,7 @@ For each tree:
   own ``main()``, in this process, output to ``/dev/null``) and
   ``dm.inventory()``: the best of several runs divided by N;
 * for ``env``, the split of that cost into the **scan** (finding, reading and
-  decoding the files: ``_scan.scan``) and the **rest** (building the inventory,
+  decoding the files: ``_select.scan``) and the **rest** (building the inventory,
   the variables and the text), per file;
 * **peak RSS** of a fresh process running the command line's ``main()`` for
   ``env`` / ``ls`` on the tree (its own ``VmHWM`` at the end), next to that of ``python -c "import
@@ -81,7 +81,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the checkout's package, whatever copy is installed
 
 import dra_metadata as dm  # noqa: E402 - after the path is set
-from dra_metadata import _cli, _env, _inventory, _scan  # noqa: E402
+from dra_metadata import _cli, _env, _inventory, _select  # noqa: E402
 
 SIZES = (10, 100, 1000, 10000)
 QUICK_SIZES = (10, 100, 1000)
@@ -160,7 +160,7 @@ def run_cli(argv: list[str]) -> None:
         raise SystemExit(f"dra-metadata {' '.join(argv)} exited {code}")
 
 
-def env_rest(root: str, entries: list[_scan.Entry]) -> None:
+def env_rest(root: str, entries: list[_select.Entry]) -> None:
     """What env does after the scan: the inventory, the variables and their text."""
     variables, problems = _env.collect(_inventory.from_entries(root, entries))
     assert not problems, problems
@@ -231,12 +231,12 @@ def ratio_checks(tmp: Path, rounds: int) -> dict[str, float]:
         trees[layout, files] = str(root)
     small, large = trees["drivers", 10], trees["drivers", 1000]
     claims = trees["claims", 1000]
-    entries = _scan.scan(claims)
+    entries = _select.scan(claims)
     times = interleaved(
         {
             "env 10 drivers": lambda: run_cli(["env", "--root", small]),
             "env 1,000 drivers": lambda: run_cli(["env", "--root", large]),
-            "scan 1,000 claims": lambda: _scan.scan(claims),
+            "scan 1,000 claims": lambda: _select.scan(claims),
             "rest 1,000 claims": lambda: env_rest(claims, entries),
         },
         rounds,
@@ -255,20 +255,20 @@ def ratio_checks(tmp: Path, rounds: int) -> dict[str, float]:
 _IMPORTS = (
     "import sys\n"
     f"sys.path.insert(0, {str(REPO)!r})\n"
-    "from dra_metadata import _cli, _env, _inventory, _scan\n"
+    "from dra_metadata import _cli, _env, _inventory, _select\n"
     "root = sys.argv[1] if len(sys.argv) > 1 else ''\n"
 )
 _REST = "_env.render(_env.collect(_inventory.from_entries(root, entries))[0])\n"
 _WARM = (
     _IMPORTS
     + "warm = sys.argv[2]\n"
-    + "_env.render(_env.collect(_inventory.from_entries(warm, _scan.scan(warm)))[0])\n"
+    + "_env.render(_env.collect(_inventory.from_entries(warm, _select.scan(warm)))[0])\n"
 )
 COUNTED = {
     "imports": _IMPORTS,
     "warm": _WARM,
-    "scan": _WARM + "entries = _scan.scan(root)\n",
-    "scan+rest": _WARM + "entries = _scan.scan(root)\n" + _REST,
+    "scan": _WARM + "entries = _select.scan(root)\n",
+    "scan+rest": _WARM + "entries = _select.scan(root)\n" + _REST,
     "env": _IMPORTS + "import os\nos.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
     "sys.exit(_cli.main(['env', '--root', root]))\n",
 }
@@ -330,9 +330,9 @@ def instruction_checks(tmp: Path) -> dict[str, float] | None:
 def measure(root: Path, files: int, runs: int) -> dict[str, float]:
     """The figures of one tree."""
     text = str(root)
-    entries = _scan.scan(text)
+    entries = _select.scan(text)
     assert len(entries) == files
-    scan_s = best_of(lambda: _scan.scan(text), runs)
+    scan_s = best_of(lambda: _select.scan(text), runs)
     rest_s = best_of(lambda: env_rest(text, entries), runs)
     env_s = best_of(lambda: run_cli(["env", "--root", text]), runs)
     ls_s = best_of(lambda: run_cli(["ls", "--root", text]), runs)

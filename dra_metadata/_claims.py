@@ -1,6 +1,6 @@
 """Reading a claim's metadata by name: exactly the request asked, or every request.
 
-The readers walk the documented layout with :func:`~dra_metadata._scan.scan`, so
+The readers walk the documented layout with :func:`~dra_metadata._select.scan`, so
 they follow no symbolic link below the root (the root itself may be one), and
 every "not there" is worded by :mod:`._nearby`. Beyond what the Go reference
 does, on purpose:
@@ -21,8 +21,7 @@ from typing import Literal, overload
 from ._model import DeviceMetadata, DeviceMetadataRequest, MergedDeviceMetadata
 from ._paths import RootArg, check_path, request_base, root_path
 from ._read import DEFAULT_MAX_SIZE, check_max_size
-from ._scan import ClaimKind, Entry, merged, scan
-from ._select import Place, ask, narrow, resolve
+from ._select import ClaimKind, Entry, Place, ask, merged, narrow, resolve, scan
 
 __all__ = ["read_request", "read_resource_claim", "read_resource_claim_template"]
 

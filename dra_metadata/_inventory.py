@@ -49,8 +49,7 @@ from ._model import (
 )
 from ._paths import RootArg, root_path
 from ._read import DEFAULT_MAX_SIZE, merge
-from ._scan import ClaimKind, Entry, scan
-from ._select import Place, Question, ask, narrow, resolve
+from ._select import ClaimKind, Entry, Place, Question, ask, narrow, resolve, scan
 
 if TYPE_CHECKING:
     from ._live import ClaimVariable
@@ -568,7 +567,7 @@ def inventory(root: RootArg = None, *, max_size: int = DEFAULT_MAX_SIZE) -> Inve
 
 
 def from_entries(root: str, entries: list[Entry]) -> Inventory:
-    """The inventory of entries :func:`~dra_metadata._scan.scan` found under ``root``."""
+    """The inventory of entries :func:`~dra_metadata._select.scan` found under ``root``."""
     files = [_file(entry) for entry in entries]
     requests: list[MountedRequest] = []
     for _, same in groupby(files, _KEY):  # the files of one request directory come together

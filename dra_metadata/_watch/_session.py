@@ -87,7 +87,7 @@ _OPEN_RETRY: Final = 0.005
 _SETTLE_GRACE: Final = 0.05
 
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-# Below the root every level is opened without following a link, as _scan opens them.
+# Below the root every level is opened without following a link, as _select.scan opens them.
 _ROOT_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC
 _DIR_FLAGS: Final = _ROOT_FLAGS | os.O_NOFOLLOW
 _FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import dra_metadata as dm
-from dra_metadata._scan import scan
+from dra_metadata._select import scan
 from dra_metadata._watch._backends.inotify import Inotify
 from tests.conftest import REPO
 
