@@ -383,7 +383,10 @@ def instructions(argv: Sequence[str], ok: Sequence[int] = (0,)) -> int | None:
     """Instructions a fresh process of ``argv`` executes (valgrind's callgrind), or ``None``.
 
     ``argv[0]`` is this interpreter (valgrind runs a binary, not a script). The
-    count hardly moves between runs, whatever else the machine does.
+    count does not depend on what else the machine does; with hash randomisation
+    off (``PYTHONHASHSEED=0``, for every contender alike) it repeats exactly, run
+    after run: a random seed moves it by up to 0.3 % (dicts probe differently),
+    as much as some of these rows' margins.
     """
     import shutil
 
@@ -393,7 +396,7 @@ def instructions(argv: Sequence[str], ok: Sequence[int] = (0,)) -> int | None:
     done = subprocess.run(
         [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
         cwd=ROOT,
-        env=child_env(),
+        env={**child_env(), "PYTHONHASHSEED": "0"},
         capture_output=True,
         text=True,
         check=False,

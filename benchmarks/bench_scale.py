@@ -275,11 +275,15 @@ COUNTED = {
 
 
 def instructions(code: str, *args: str) -> int | None:
-    """Instructions a fresh ``python -c code args`` executes (callgrind), or ``None``."""
+    """Instructions a fresh ``python -c code args`` executes (callgrind), or ``None``.
+
+    Hash randomisation is off (``PYTHONHASHSEED=0``): the count then repeats exactly.
+    """
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         return None
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONHASHSEED"] = "0"
     argv = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null"]
     argv += [sys.executable, "-c", code, *args]
     done = subprocess.run(
