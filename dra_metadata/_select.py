@@ -29,11 +29,11 @@ The one resolver
 ================
 
 :func:`resolve` says what "claim C, request R (or R/S, or none)" names among
-the request directories the walk found. Every door asks its question here: the readers, :func:`~dra_metadata.inventory`'s
-:meth:`~dra_metadata.Inventory.request` and :meth:`~dra_metadata.Inventory.devices`,
-:func:`~dra_metadata.env_vars`, the watches and waits, the topology and every
-command. So the same question gets the same answer, and the same not-found,
-whichever door it comes through:
+the request directories the walk found. Every door asks its question here: the
+readers, :func:`~dra_metadata.inventory`'s :meth:`~dra_metadata.Inventory.request`
+and :meth:`~dra_metadata.Inventory.devices`, :func:`~dra_metadata.env_vars`, the
+watches and waits, the topology and every command. So the same question gets
+the same answer, and the same not-found, whichever door it comes through:
 
 * no request: every request of the claim (of every claim when none is named);
 * ``R``: the request directory ``R``, whatever subrequest was allocated there
