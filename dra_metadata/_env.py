@@ -98,6 +98,8 @@ from ._model import (
     NETWORK_FIELDS,
     NUMA_ATTRIBUTES,
     PCI_BUS_ID_ATTRIBUTES,
+    PCIE_ROOT_ATTRIBUTE,
+    STANDARD_DOMAIN,
     AttributeValue,
     Device,
     DeviceMetadata,
@@ -539,9 +541,9 @@ _PLAN_NAMES_MAX: Final = 64
 
 
 #: What the model answers for env in the standard names (``NUMA_NODES`` ...).
-_STD: Final = "resource.kubernetes.io" + DOMAIN_SEPARATOR
+_STD: Final = STANDARD_DOMAIN + DOMAIN_SEPARATOR
 _STD_PCI: Final = _STD + "pciBusID"
-_STD_ROOT: Final = _STD + "pcieRoot"
+_STD_ROOT: Final = PCIE_ROOT_ATTRIBUTE
 #: Attribute local names the model's answers replace (their variables would share a name).
 _ANSWERED_LOCAL: Final = frozenset({"numaNode"})
 

@@ -840,7 +840,7 @@ DRIVER_KINDS: "Final[dict[str, DeviceKind]]" = {
     "dra.memory": "memory",
 }
 
-_STANDARD: Final = "resource.kubernetes.io/"
+_STANDARD: Final = STANDARD_DOMAIN + DOMAIN_SEPARATOR
 #: PCI address attributes, the standard one first (sources in the module docs).
 PCI_BUS_ID_ATTRIBUTES: "Final[tuple[str, ...]]" = (
     _STANDARD + "pciBusID",
@@ -1003,7 +1003,7 @@ def numa_of(device: Device) -> NumaNodes:
         return _NO_NUMA
     sources: list[tuple[str, tuple[int, ...]]] = []
     driver = device.driver
-    own = driver + "/" + _NUMA_OWN
+    own = driver + DOMAIN_SEPARATOR + _NUMA_OWN
     for index, (name, domain, local) in enumerate(_NUMA_NAMES):
         if index == _OWN_AT and own not in _NUMA_KNOWN:
             found = qualified_entry(device, own, driver, _NUMA_OWN)

@@ -665,10 +665,7 @@ def _parse_command(arguments: list[str]) -> argparse.Namespace | None:
     parsed, extras = parser.parse_known_args(arguments[1:])
     if extras:
         return None
-    found = argparse.Namespace(root=None, command=command)
-    for name, value in vars(parsed).items():
-        setattr(found, name, value)
-    return found
+    return argparse.Namespace(**{"root": None, "command": command, **vars(parsed)})
 
 
 def _command_of(arguments: list[str]) -> str | None:
