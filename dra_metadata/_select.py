@@ -343,7 +343,7 @@ def merged(entries: list[Entry]) -> MergedDeviceMetadata:
 
 
 #: The claim kinds a ``claim_kind=`` parameter takes.
-CLAIM_KINDS: tuple[ClaimKind, ...] = ("claim", "template")
+CLAIM_KINDS: tuple[ClaimKind, ...] = tuple(kind for kind, _ in KINDS)
 
 _WORD = {"claim": "claim", "template": "template claim"}
 
