@@ -26,11 +26,13 @@ import datetime  # noqa: F401 - first of all, see above
 from typing import TYPE_CHECKING
 
 from ._errors import (
+    AttributeNotFoundError,
     DecodeError,
     DRAMetadataError,
     EnvError,
     FileTooLargeError,
     InvalidNameError,
+    MalformedAttributeError,
     MetadataNotFoundError,
     NotMountedError,
     PublishError,
@@ -129,6 +131,7 @@ __all__ = [
     "V1BETA1",
     "Affinity",
     "AttributeKind",
+    "AttributeNotFoundError",
     "AttributeValue",
     "Backend",
     "BadValue",
@@ -154,6 +157,7 @@ __all__ = [
     "LintProblem",
     "LiveFinding",
     "LiveReport",
+    "MalformedAttributeError",
     "ManagedFieldsEntry",
     "MergedDeviceMetadata",
     "MetadataNotFoundError",

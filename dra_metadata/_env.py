@@ -28,10 +28,15 @@ can be replaced (``prefix=``). With ``P`` that prefix:
 ==============================  =====================================================
 
 The device questions come from the model, as every door answers them:
-``PCI_BUS_ID`` in the standard form, ``NUMA_NODES`` always and ``NUMA_NODE``
-only when there is exactly one (never a list), ``PCIE_ROOTS`` and
-``PCIE_ROOT`` alike; for the request, ``P NUMA_NODES`` is every node once and
-``P NUMA_NODE`` only when all devices name the same one.
+``PCI_BUS_ID`` in the standard form; ``NUMA_NODES`` every NUMA node, the
+physical one first, and ``NUMA_NODE`` the physical node (a list's first
+element, KEP-6072); ``PCIE_ROOTS`` every root and ``PCIE_ROOT`` only when
+there is one. For the request, ``P NUMA_NODES`` is every node once, in the
+order first seen (the first device's physical node first), and ``P NUMA_NODE``
+the physical node only when every device has the same one. A negative NUMA
+node ("no NUMA affinity") is no node: it gives no variable at all. A
+``pciBusID`` or ``pcieRoot`` not in its standard form is refused with
+:class:`~dra_metadata.MalformedAttributeError`, as ``get`` refuses it.
 
 ``<ATTR>`` is the attribute's local name in UPPER_SNAKE (``pciBusID`` ->
 ``PCI_BUS_ID``: a capital after a lower-case letter or digit, or a capital
@@ -92,7 +97,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
 
-from ._errors import DRAMetadataError, EnvError
+from ._errors import DRAMetadataError, EnvError, MalformedAttributeError
 from ._model import (
     DOMAIN_SEPARATOR,
     NETWORK_FIELDS,
@@ -108,6 +113,7 @@ from ._model import (
     numa_of,
     pci_address_of,
     pcie_roots_of,
+    standard_problem,
 )
 from ._paths import RootArg
 from ._read import DEFAULT_MAX_SIZE
@@ -443,9 +449,7 @@ def _request_parts(prefix: str, source: str, md: DeviceMetadata) -> tuple[bool, 
             answer = sets.get(var)
             if answer is None:
                 text = column[0] if single else ",".join(column)
-            elif answer == _NUMA_SET:  # NUMA_NODES: every one, once, in order
-                text = ",".join(_in_order(dict.fromkeys(_items(column))))
-            elif answer in _SETS:  # PCIE_ROOTS: every one, once
+            elif answer in _SETS:  # NUMA_NODES, PCIE_ROOTS: every one, once, first seen first
                 text = ",".join(dict.fromkeys(_items(column)))
             elif len(set(column)) == 1:  # NUMA_NODE, PCIE_ROOT: only when one for all
                 text = column[0]
@@ -544,8 +548,6 @@ _PLAN_NAMES_MAX: Final = 64
 _STD: Final = STANDARD_DOMAIN + DOMAIN_SEPARATOR
 _STD_PCI: Final = _STD + "pciBusID"
 _STD_ROOT: Final = PCIE_ROOT_ATTRIBUTE
-#: Attribute local names the model's answers replace (their variables would share a name).
-_ANSWERED_LOCAL: Final = frozenset({"numaNode"})
 
 
 def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
@@ -583,23 +585,28 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
         and normal_pci_address(placed[0][1]) == placed[0][1]
     ):
         return found
+    for standard in _CHECKED:
+        problem = standard_problem(device, standard)
+        if problem is not None:
+            raise MalformedAttributeError(problem)
     numa = numa_of(device)
-    read = {name for name, _ in numa.sources}
     pci = pci_address_of(device)
     roots = pcie_roots_of(device)
-    kept = [
-        entry
-        for entry in found
-        if not (
-            (entry[1] in read and entry[1].rpartition(DOMAIN_SEPARATOR)[2] in _ANSWERED_LOCAL)
-            or (entry[1] == _STD_PCI and pci is not None and pci.value is not None)
-            or (entry[1] == _STD_ROOT and roots)
-        )
-    ]
+    # Replaced by the model's answers: the NUMA attributes named numaNode it read, and
+    # every one that says "no NUMA affinity"; the PCI address it read, as the standard
+    # name or the driver's own; the standard roots.
+    dropped = {
+        name for name, _ in numa.sources if name.rpartition(DOMAIN_SEPARATOR)[2] == "numaNode"
+    }
+    dropped.update(numa.unknown)
+    if pci is not None:
+        dropped.update((_STD_PCI, device.driver + _PCI_SUFFIX))
+    if roots:
+        dropped.add(_STD_ROOT)
+    kept = [entry for entry in found if entry[1] not in dropped]
     if numa.nodes:  # the lists as text: one column of the request each (see _SETS)
         kept.append((_STD + "numaNodes", _STD + "numaNodes", ",".join(map(str, numa.nodes))))
-        if len(numa.nodes) == 1:
-            kept.append((_STD + "numaNode", _STD + "numaNode", numa.nodes[0]))
+        kept.append((_STD + "numaNode", _STD + "numaNode", numa.nodes[0]))
     if pci is not None and pci.value is not None:
         kept.append((_STD_PCI, _STD_PCI, pci.value))
     if roots:
@@ -609,10 +616,15 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
     return kept
 
 
+#: The standard attributes env prints in their standard form, so refuses in any other.
+_CHECKED: Final = ("pciBusID", "pcieRoot")
+_PCI_SUFFIX: Final = DOMAIN_SEPARATOR + "pciBusID"
+
+
 def _qualified_name(driver: str, key: str) -> tuple[str, bool]:
     """An attribute key of ``driver``'s device qualified, and whether the model answers it."""
     qualified = key if DOMAIN_SEPARATOR in key else driver + DOMAIN_SEPARATOR + key
-    return qualified, qualified in _PLACEMENT_NAMES or qualified.endswith(_NUMA_SUFFIX)
+    return qualified, qualified in _PLACEMENT_NAMES or qualified.endswith(_ANSWERED_SUFFIXES)
 
 
 #: _qualified_name() of the attribute keys seen so far, by driver (devices share
@@ -621,29 +633,17 @@ _qualified_names: dict[str, dict[str, tuple[str, bool]]] = {}
 _QUALIFIED_NAMES_MAX: Final = 256
 
 
-_PLACEMENT_NAMES: Final = frozenset((*NUMA_ATTRIBUTES, *PCI_BUS_ID_ATTRIBUTES, _STD_ROOT)) - {
-    "{driver}/numaNode"
-}
+_PLACEMENT_NAMES: Final = frozenset(
+    name
+    for name in (*NUMA_ATTRIBUTES, *PCI_BUS_ID_ATTRIBUTES, _STD_ROOT)
+    if not name.startswith("{")  # the driver's own: by suffix (_qualified_name)
+)
 #: The request's list of every node (root) its devices are local to, and the
 #: single one only when they all name the same one.
-_NUMA_SET: Final = _STD + "numaNodes"
-
-
-def _in_order(nodes: Iterable[str]) -> list[str]:
-    """NUMA node numbers in numeric order; anything else as written.
-
-    A device may carry an attribute named ``resource.kubernetes.io/numaNodes``
-    itself, holding any text: its values are not numbers to sort.
-    """
-    listed = list(nodes)
-    try:
-        return sorted(listed, key=int)
-    except ValueError:
-        return listed
-
-
 _SETS: Final = {_STD + "numaNodes": _STD + "numaNode", _STD + "pcieRoots": _STD_ROOT}
 _NUMA_SUFFIX: Final = DOMAIN_SEPARATOR + "numaNode"
+#: A driver's own numaNode and pciBusID are the model's to answer too.
+_ANSWERED_SUFFIXES: Final = (_NUMA_SUFFIX, _PCI_SUFFIX)
 
 
 def _entries(found: list[tuple[str, str, AttributeValue]], var_of: dict[str, str]) -> list[_Entry]:

@@ -12,6 +12,10 @@ Exception tree::
     ├── FileTooLargeError(ValueError)   a file over the configured size cap
     ├── SymlinkError                    a symbolic link in the layout, not followed
     ├── EnvError(ValueError)            metadata that cannot become environment variables
+    ├── AttributeNotFoundError(LookupError)
+    │                                   a device without the attribute asked for
+    ├── MalformedAttributeError(ValueError)
+    │                                   a standard attribute not in its standard form
     ├── WaitTimeoutError(TimeoutError)  a wait whose condition did not hold in time
     └── PublishError                    a driver's metadata that could not be written or removed
 
@@ -27,11 +31,13 @@ import os
 from ._model import MergedDeviceMetadata
 
 __all__ = [
+    "AttributeNotFoundError",
     "DRAMetadataError",
     "DecodeError",
     "EnvError",
     "FileTooLargeError",
     "InvalidNameError",
+    "MalformedAttributeError",
     "MetadataNotFoundError",
     "NotMountedError",
     "PublishError",
@@ -135,6 +141,30 @@ class EnvError(DRAMetadataError, ValueError):
     Two sources (claims, requests or attributes) map to the same variable name,
     or a value holds a NUL character, which no environment variable can hold.
     The message names the variable and both sources.
+    """
+
+
+class AttributeNotFoundError(DRAMetadataError, LookupError):
+    """A device has no attribute of the name asked for (:meth:`~dra_metadata.Device.require`).
+
+    The message names the device and the attribute, and the closest names the
+    device has ("did you mean"); ``name`` is the name asked for.
+    """
+
+    #: The attribute name asked for.
+    name: str
+
+    def __init__(self, message: str, *, name: str, path: str | None = None) -> None:
+        super().__init__(message, path=path)
+        self.name = name
+
+
+class MalformedAttributeError(DRAMetadataError, ValueError):
+    """A standard attribute whose value is not in its standard form, asked for in that form.
+
+    ``pciBusID`` that is no PCI address, ``pcieRoot`` that is no ``pci<domain>:<bus>``:
+    ``get`` and ``env`` refuse it with this one message (naming the device and the
+    attribute); ``show`` and ``--format go`` print the value as written.
     """
 
 

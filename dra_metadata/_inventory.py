@@ -46,6 +46,7 @@ from ._model import (
     DeviceMetadata,
     MergedDeviceMetadata,
     NetworkDeviceData,
+    matches,
 )
 from ._paths import RootArg, root_path
 from ._read import DEFAULT_MAX_SIZE, merge
@@ -190,6 +191,11 @@ class MountedDevice(msgspec.Struct, frozen=True, gc=False):
         """The attribute entry for ``name`` (see :meth:`Device.find_attribute`)."""
         return self.device.find_attribute(name)
 
+    def require(self, name: str) -> AttributeValue:
+        """The value of attribute ``name``, else an error naming what is close (see
+        :meth:`Device.require`)."""
+        return self.device.require(name)
+
     @property
     def pci_bus_id(self) -> str | None:
         """The PCI address in the standard form (see :attr:`Device.pci_bus_id`)."""
@@ -222,7 +228,7 @@ class MountedDevice(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def numa_node(self) -> int | None:
-        """The device's NUMA node when there is exactly one."""
+        """The device's physical NUMA node (see :attr:`Device.numa_node`)."""
         return self.device.numa_node
 
     @property
@@ -409,7 +415,12 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         :class:`~dra_metadata.MetadataNotFoundError`, never answers ``[]``.
         ``driver`` keeps that driver's devices; ``has`` devices that have every
         named attribute; ``where`` those whose attributes have the given
-        values (names resolve as :meth:`Device.attribute` resolves them).
+        values. Names resolve as :meth:`Device.attribute` resolves them; a list
+        (in the metadata or in ``where``) is a set that matches when it shares a
+        value, and a standard attribute is compared in its meaning
+        (``where={"numaNode": 0}`` selects what ``topology().on_numa_node(0)``
+        does, and ``where={"pciBusID": "0000:3B:00.0"}`` matches NVIDIA's
+        ``00000000:3B:00.0``).
 
         >>> import dra_metadata as dm
         >>> inv = dm.inventory("examples/dra-device-attributes")
@@ -469,8 +480,7 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
 
 
 def _has_value(device: MountedDevice, name: str, value: object) -> bool:
-    found = device.find_attribute(name)
-    return found is not None and found.value == value
+    return matches(device.device, name, value)
 
 
 def select(inv: Inventory, question: Question) -> Inventory:

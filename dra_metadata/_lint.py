@@ -43,11 +43,15 @@ from ._model import (
     NETWORK_FIELDS,
     STANDARD_DOMAIN,
     Device,
+    DeviceAttribute,
     DeviceMetadata,
     DeviceMetadataRequest,
     ManagedFieldsEntry,
     ObjectMeta,
     OwnerReference,
+    is_pcie_root,
+    normal_pci_address,
+    numa_of,
     wire_names,
 )
 from ._paths import (
@@ -102,6 +106,8 @@ RULES: Final[dict[str, str]] = {
     "DRA115": "generation below 1",
     "DRA116": "a key that appears twice in one object",
     "DRA117": "apiVersion or kind spelled in another case",
+    "DRA118": "a NUMA node that is negative (no NUMA affinity: leave it out) or past 1023",
+    "DRA119": "a standard attribute not in its standard form (pciBusID, pcieRoot)",
 }
 
 _STANDARD: Final = {"pcibusid": "pciBusID", "pcieroot": "pcieRoot", "numanode": "numaNode"}
@@ -689,6 +695,16 @@ def _check_content(md: DeviceMetadata, problems: _Problems) -> None:
                     where,
                     f"{count} attributes: the API allows at most {MAX_ATTRIBUTES} per device",
                 )
+            _check_numa(device, where, problems)
+            for standard in ("pciBusID", "pcieRoot"):
+                entry = device.attributes.get(_STANDARD_PREFIX + standard)
+                if entry is not None and not _standard_form(standard, entry):
+                    problems.add(
+                        "DRA119",
+                        f"{where}[{_STANDARD_PREFIX + standard}]",
+                        f"{entry.value!r} is not in the standard form "
+                        f"({_STANDARD_FORMS[standard]}): readers refuse it",
+                    )
             for name, attribute in device.attributes.items():
                 local = _standard_local(name, device.driver)
                 if local is None:
@@ -710,6 +726,46 @@ def _check_content(md: DeviceMetadata, problems: _Problems) -> None:
                                 f'PCI address "{value}" has upper-case hex digits: sysfs and '
                                 f'Kubernetes use lower case ("{value.lower()}")',
                             )
+
+
+_STANDARD_PREFIX: Final = STANDARD_DOMAIN + DOMAIN_SEPARATOR
+_STANDARD_FORMS: Final = {"pciBusID": "0000:3b:00.0", "pcieRoot": "pci0000:3a"}
+#: Linux's limit on NUMA node numbers (MAX_NUMNODES: 1 << CONFIG_NODES_SHIFT, at most 10
+#: bits); the Go helper refuses larger ones too.
+_MAX_NUMA_NODES: Final = 1024
+
+
+def _standard_form(standard: str, entry: DeviceAttribute) -> bool:
+    """Whether a standard ``pciBusID`` or ``pcieRoot`` entry is in its standard form
+    (upper-case hex is DRA104's finding, not this one's)."""
+    value = entry.value
+    values = value if isinstance(value, tuple) else (value,)
+    if not values or not all(isinstance(v, str) for v in values):
+        return False
+    if standard == "pciBusID":
+        return len(values) == 1 and normal_pci_address(str(values[0]).lower()) is not None
+    return all(is_pcie_root(str(v).lower()) for v in values)
+
+
+def _check_numa(device: Device, where: str, problems: _Problems) -> None:
+    """DRA118: NUMA attributes the model reads that hold no NUMA node."""
+    numa = numa_of(device)
+    for name in numa.unknown:
+        problems.add(
+            "DRA118",
+            f"{where}[{name}]",
+            "a negative NUMA node means no NUMA affinity: KEP-6072 drivers leave the "
+            "attribute out (a negative value would match every other NUMA-less device), "
+            "and readers take it as unknown",
+        )
+    for name, nodes in numa.sources:
+        big = [node for node in nodes if node >= _MAX_NUMA_NODES]
+        if big:
+            problems.add(
+                "DRA118",
+                f"{where}[{name}]",
+                f"NUMA node {big[0]} is past the largest Linux has ({_MAX_NUMA_NODES - 1})",
+            )
 
 
 def _standard_local(name: str, driver: str) -> str | None:

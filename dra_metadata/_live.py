@@ -12,7 +12,9 @@ said so:
     address names a path: an attribute that holds anything else is a finding,
     and nothing is read for it;
 ``numa-node``
-    its sysfs ``numa_node`` is one of the device's NUMA nodes (``-1``: none);
+    its sysfs ``numa_node`` is the device's physical NUMA node
+    (:attr:`Device.numa_node <dra_metadata.Device.numa_node>`: the scalar, or a
+    list's first element, KEP-6072; sysfs ``-1`` is no node);
 ``pcie-root``
     the PCIe root in its sysfs path (``<sys>/devices/pci0000:3a/...``) is one
     of the ``pcieRoot`` attribute's roots;
@@ -556,22 +558,24 @@ def _pci(
         )
         return
     yield LiveFinding("pci-device", True, subject, address, where, path)
-    if device.numa_nodes:
+    if device.numa_node is not None:
         text = (_read(os.path.join(where, "numa_node")) or "").strip()[:40]
         found_text = (
             "no readable numa_node file"
             if not text
             else ("no NUMA node (-1)" if text == "-1" else f"node {text}")
         )
-        nodes = ",".join(map(str, device.numa_nodes))
+        nodes = device.numa_nodes
+        listed = f" of {','.join(map(str, nodes))}" if len(nodes) > 1 else ""
         yield LiveFinding(
             "numa-node",
-            text in {str(node) for node in device.numa_nodes},
+            text == str(device.numa_node),
             subject,
-            f"node{'s' if len(device.numa_nodes) > 1 else ''} {nodes} ({device.numa_source})",
+            f"physical node {device.numa_node}{listed} ({device.numa_source})",
             found_text,
             path,
-            "the driver published other NUMA nodes than sysfs reports",
+            "the driver published another physical NUMA node than sysfs reports "
+            "(KEP-6072: a list's first element is the device's own node)",
         )
     if device.pcie_roots:
         real = os.path.realpath(where)

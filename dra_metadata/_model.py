@@ -31,15 +31,27 @@ once, here, beside the attributes they are read from. Every door
 ``get``, ``env`` and its profiles, ``doctor``) reads these answers; none reads
 the attributes behind them on its own.
 
+Names
+-----
+
+An attribute name means one thing through every door (:func:`lookup`): the key
+as given, else the same attribute in the driver's domain, else the standard
+attribute of that name, and for the standard attributes the names drivers
+publish for them today (:data:`STANDARD_ALIASES`). ``dev.attribute("pciBusID")``,
+``get pciBusID``, ``wait --attribute pciBusID`` and ``has="pciBusID"`` all find
+NVIDIA's ``gpu.nvidia.com/pcieBusID`` on an NVIDIA GPU.
+
 PCI address
 -----------
 
-The first of these attributes a device has, normalised to the standard form
+``pciBusID`` as :func:`lookup` finds it, normalised to the standard form
 (``0000:18:00.0``: a four-digit domain, lower case); the attribute itself stays
-readable as written (``get gpu.nvidia.com/pcieBusID``):
+readable as written (``get gpu.nvidia.com/pcieBusID``). Tried in this order:
 
 ==================================================  ===============================
-``resource.kubernetes.io/pciBusID``                 the standard attribute
+``<driver>/pciBusID``                               the driver's own (AMD's bare
+                                                    ``pciBusID``)
+``resource.kubernetes.io/pciBusID``                 the standard attribute (KEP-4381)
 ``gpu.nvidia.com/pcieBusID``                        NVIDIA/k8s-dra-driver-gpu, NVML's
                                                     eight-digit domain form
 ``sriovnetwork.k8snetworkplumbingwg.io/pciAddress``  k8snetworkplumbingwg/dra-driver-sriov
@@ -48,18 +60,38 @@ readable as written (``get gpu.nvidia.com/pcieBusID``):
 ==================================================  ===============================
 
 A value that is no PCI address (``[domain:]bus:device.function`` in hex) is
-not an address: :attr:`PciAddress.value` is ``None`` and the doors that use one
-say so.
+not an address: :attr:`PciAddress.value` is ``None``, and every door that
+prints the standard form refuses it with one message (:func:`standard_problem`).
 
-NUMA nodes and PCIe roots
--------------------------
+NUMA nodes
+----------
 
-``numa_nodes`` comes from the first of :data:`NUMA_ATTRIBUTES` the device has,
-an int or a list kept whole (KEP-5491: a list names every node the device is
-local to). ``pcie_roots`` is the standard ``pcieRoot``, a string or a list
-(dra-driver-cpu publishes every root local to a CPU group). Two devices are
-aligned when their lists intersect (KEP-6072, KEP-5491). ``numa_node`` and
-``pcie_root`` are the single value when there is exactly one, else ``None``.
+``numaNode`` as :func:`lookup` finds it: the driver's own, the standard
+``resource.kubernetes.io/numaNode``, then ``dra.cpu/numaNodeID``,
+``dra.cpu/numaNode``, ``dra.net/numaNode``, ``dra.memory/numaNode`` and
+``gpu.nvidia.com/numa`` (:data:`NUMA_ATTRIBUTES`). As KEP-6072 (stable in
+Kubernetes v1.37) and the Go helper ``deviceattribute.GetNUMANodeAttribute``
+define it:
+
+- an ``int`` is the device's physical NUMA node;
+- an ``ints`` list starts with the physical node; the rest are the same-socket
+  nodes at the minimum ACPI SLIT distance. For matching, the list is a set:
+  two devices are aligned when their lists intersect;
+- a negative node (Linux's ``-1``, "no NUMA affinity") is never published
+  upstream, since it would match every other NUMA-less device: here it is no
+  node at all (:attr:`NumaNodes.unknown` names the attribute).
+
+``numa_node`` is the physical node, ``numa_nodes`` the whole list in the order
+published. Two NUMA attributes disagree when they name different physical nodes
+(a scalar is compared with a list's first element) or, both lists, different sets.
+
+PCIe roots
+----------
+
+``pcie_roots`` is the standard ``pcieRoot`` (KEP-4381: ``pci<domain>:<bus>``), a
+string or a list (dra-driver-cpu publishes every root local to a CPU group; a
+list is a set, with no first-element rule); ``pcie_root`` is the one root when
+there is exactly one. A value not in that form is no root.
 
 Kinds
 -----
@@ -101,10 +133,12 @@ __all__ = [
     "DEVICE_KINDS",
     "DOMAIN_SEPARATOR",
     "DRIVER_KINDS",
+    "LIST_QUESTIONS",
     "NETWORK_FIELDS",
     "NUMA_ATTRIBUTES",
     "PCIE_ROOT_ATTRIBUTE",
     "PCI_BUS_ID_ATTRIBUTES",
+    "STANDARD_ALIASES",
     "STANDARD_DOMAIN",
     "V1ALPHA1",
     "V1BETA1",
@@ -128,11 +162,20 @@ __all__ = [
     "device_kind",
     "int_values",
     "intersect",
+    "is_pcie_root",
+    "known_names",
+    "lookup",
+    "matches",
     "normal_pci_address",
     "numa_of",
     "pci_address_of",
     "pcie_roots_of",
+    "qualified_entry",
+    "standard_name",
+    "standard_problem",
+    "standard_values",
     "to_attribute",
+    "tried_names",
     "wire_names",
 ]
 
@@ -407,44 +450,67 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
     #: otherwise.
     network_data: NetworkDeviceData | None = None
 
-    def find_attribute(self, name: str, *, standard: bool = False) -> DeviceAttribute | None:
-        """The attribute entry for ``name``, resolved as ResourceSlices resolve it.
+    def find_attribute(self, name: str) -> DeviceAttribute | None:
+        """The attribute entry ``name`` names, or ``None`` (see :func:`lookup` for the rule).
 
         An unqualified name (``model``) lives in the device's driver domain, so
         ``model`` and ``<driver>/model`` are the same attribute; the key exactly
-        as given is tried first. With ``standard``, an unqualified name the driver
-        has no attribute of falls back to the Kubernetes standard attribute of that
-        name (``pciBusID`` -> ``resource.kubernetes.io/pciBusID``): the rule
-        ``dra-metadata get`` follows, and the short name ``env`` gives it.
+        as given is tried first. A name the driver has no attribute of falls back
+        to the Kubernetes standard attribute of that name (``pciBusID`` ->
+        ``resource.kubernetes.io/pciBusID``), and a standard attribute to the
+        names drivers publish for it today (NVIDIA's ``pcieBusID``).
 
         >>> pci = {"resource.kubernetes.io/pciBusID": DeviceAttribute(string="0000:3b:00.0")}
         >>> dev = Device("d.example.com", "p", "n", attributes=pci)
-        >>> dev.attribute("pciBusID"), dev.attribute("pciBusID", standard=True)
-        (None, '0000:3b:00.0')
+        >>> dev.attribute("pciBusID"), dev.attribute("d.example.com/pciBusID")
+        ('0000:3b:00.0', None)
         """
-        domain, sep, local = name.rpartition(DOMAIN_SEPARATOR)
-        if sep:
-            return qualified_entry(self, name, domain, local)
         attributes = self.attributes
-        found = attributes.get(name)  # the key exactly as given first
-        if found is None:
-            found = attributes.get(self.driver + DOMAIN_SEPARATOR + name)
-            if found is None and standard:
-                found = attributes.get(STANDARD_DOMAIN + DOMAIN_SEPARATOR + name)
-        return found
+        found = attributes.get(name)  # the key exactly as given: most lookups end here
+        if found is not None:
+            return found
+        answer = lookup(self, name)
+        return None if answer is None else answer[1]
 
-    def attribute(
-        self, name: str, default: AttributeValue | None = None, *, standard: bool = False
-    ) -> AttributeValue | None:
+    def attribute(self, name: str, default: AttributeValue | None = None) -> AttributeValue | None:
         """The value of attribute ``name`` in its own kind, or ``default``.
 
-        See :meth:`find_attribute` for how names resolve (and ``standard``).
+        See :func:`lookup` for how names resolve; :meth:`require` says what is
+        there instead when nothing is.
         """
-        found = self.find_attribute(name, standard=standard)
+        found = self.find_attribute(name)
         if found is None:
             return default
         value = found.value
         return default if value is None else value
+
+    def require(self, name: str) -> AttributeValue:
+        """The value of attribute ``name``, or :class:`~dra_metadata.AttributeNotFoundError`.
+
+        The error names the device and the attribute, and the closest names the
+        device has ("did you mean 'uuid'?").
+
+        >>> dev = Device("gpu.example.com", "p", "gpu-0", {"uuid": DeviceAttribute(string="GPU-1")})
+        >>> dev.require("uuid")
+        'GPU-1'
+        >>> from dra_metadata import AttributeNotFoundError
+        >>> try:
+        ...     dev.require("uuuid")
+        ... except AttributeNotFoundError as err:
+        ...     print(err)
+        device gpu.example.com/p/gpu-0 has no attribute 'uuuid'; did you mean 'uuid'?
+        """
+        value = self.attribute(name)
+        if value is not None:
+            return value
+        from ._errors import AttributeNotFoundError  # only on the way to an error
+        from ._text import did_you_mean
+
+        where = f"device {self.driver}/{self.pool}/{self.name}"
+        raise AttributeNotFoundError(
+            f"{where} has no attribute {name!r}" + did_you_mean(name, known_names(self)),
+            name=name,
+        )
 
     def qualified_attributes(self) -> dict[str, DeviceAttribute]:
         """The attributes keyed by fully qualified name (``<driver>/model``)."""
@@ -488,10 +554,12 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
 
     @property
     def numa_nodes(self) -> tuple[int, ...]:
-        """The NUMA nodes the device is local to, as a tuple (a list attribute kept whole).
+        """The NUMA nodes the device is local to, in the order published: the physical one first.
 
-        From the standard ``resource.kubernetes.io/numaNode``, else the names
-        drivers publish today (:data:`~dra_metadata.NUMA_ATTRIBUTES`).
+        From ``numaNode`` as :func:`lookup` finds it: the driver's own, the
+        standard ``resource.kubernetes.io/numaNode``, else the names drivers
+        publish today (:data:`NUMA_ATTRIBUTES`). A list is kept whole; a
+        negative node ("no NUMA affinity") is no node.
         """
 
         return numa_of(self).nodes
@@ -504,9 +572,12 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **_STRUCT_OPTIO
 
     @property
     def numa_node(self) -> int | None:
-        """The device's NUMA node when there is exactly one, else ``None``."""
+        """The device's physical NUMA node: the scalar, or a list's first element (KEP-6072).
+
+        ``None`` when no NUMA node is known (absent, or ``-1``: no NUMA affinity).
+        """
         nodes = self.numa_nodes
-        return nodes[0] if len(nodes) == 1 else None
+        return nodes[0] if nodes else None
 
     @property
     def device_kind(self) -> "DeviceKind":
@@ -841,31 +912,50 @@ DRIVER_KINDS: "Final[dict[str, DeviceKind]]" = {
 }
 
 _STANDARD: Final = STANDARD_DOMAIN + DOMAIN_SEPARATOR
-#: PCI address attributes, the standard one first (sources in the module docs).
+
+#: The standard attributes whose meaning the model answers, by local name, each with
+#: the names drivers publish for it today, tried in this order after the standard
+#: name (sources in the module docs).
+STANDARD_ALIASES: "Final[dict[str, tuple[str, ...]]]" = {
+    "pciBusID": (
+        "gpu.nvidia.com/pcieBusID",
+        "sriovnetwork.k8snetworkplumbingwg.io/pciAddress",
+        "dra.net/pciAddress",
+        "gpu.amd.com/pciAddr",
+    ),
+    "numaNode": (
+        "dra.cpu/numaNodeID",
+        "dra.cpu/numaNode",
+        "dra.net/numaNode",
+        "dra.memory/numaNode",
+        "gpu.nvidia.com/numa",
+    ),
+    "pcieRoot": (),
+}
+#: Stands for the device's own driver domain in :data:`PCI_BUS_ID_ATTRIBUTES` and
+#: :data:`NUMA_ATTRIBUTES`.
+_OWN: Final = "{driver}" + DOMAIN_SEPARATOR
+#: PCI address attributes, in the order :func:`lookup` tries them for ``pciBusID``.
 PCI_BUS_ID_ATTRIBUTES: "Final[tuple[str, ...]]" = (
+    _OWN + "pciBusID",
     _STANDARD + "pciBusID",
-    "gpu.nvidia.com/pcieBusID",
-    "sriovnetwork.k8snetworkplumbingwg.io/pciAddress",
-    "dra.net/pciAddress",
-    "gpu.amd.com/pciAddr",
+    *STANDARD_ALIASES["pciBusID"],
 )
-#: NUMA attributes, the standard one first, in the order they are tried;
-#: ``{driver}`` stands for the device's own driver domain.
+#: NUMA attributes, in the order :func:`lookup` tries them for ``numaNode``.
 NUMA_ATTRIBUTES: "Final[tuple[str, ...]]" = (
+    _OWN + "numaNode",
     _STANDARD + "numaNode",
-    "dra.cpu/numaNodeID",
-    "dra.cpu/numaNode",
-    "dra.net/numaNode",
-    "dra.memory/numaNode",
-    "{driver}/numaNode",
-    "gpu.nvidia.com/numa",
+    *STANDARD_ALIASES["numaNode"],
 )
 #: The standard PCIe root attribute (a string, or a list of them).
 PCIE_ROOT_ATTRIBUTE: Final = _STANDARD + "pcieRoot"
+#: Names ``get`` and :meth:`Device.require` answer from the model, beside the
+#: standard attributes: every NUMA node, every PCIe root.
+LIST_QUESTIONS: "Final[dict[str, str]]" = {"numaNodes": "numaNode", "pcieRoots": "pcieRoot"}
 
 
 def _split(names: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
-    """(name, domain, local) of each name, split as :meth:`Device.find_attribute` splits it."""
+    """(name, domain, local) of each name, split as :func:`lookup` splits it."""
     split = []
     for name in names:
         domain, _, local = name.rpartition(DOMAIN_SEPARATOR)
@@ -873,13 +963,165 @@ def _split(names: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
     return tuple(split)
 
 
-#: (qualified name, domain, local name) of each attribute looked up, split once.
-_PCI_NAMES: Final = _split(PCI_BUS_ID_ATTRIBUTES)
-_NUMA_NAMES: Final = _split(tuple(n for n in NUMA_ATTRIBUTES if not n.startswith("{")))
-_NUMA_OWN: Final = "numaNode"
-#: Where ``{driver}/numaNode`` is tried among the NUMA attributes.
-_OWN_AT: Final = NUMA_ATTRIBUTES.index("{driver}/numaNode")
-_NUMA_KNOWN: Final = frozenset(name for name, _, _ in _NUMA_NAMES)
+#: (qualified name, domain, local name) of each alias, split once, by standard name.
+_ALIASES: Final = {local: _split(names) for local, names in STANDARD_ALIASES.items()}
+
+
+def lookup(device: Device, name: str) -> tuple[str, DeviceAttribute] | None:
+    """The attribute ``name`` names on ``device``, with the qualified name it was found as.
+
+    The one rule every door follows (:meth:`Device.attribute`, ``get``, ``wait
+    --attribute``, ``has=``, ``where=``, the model's own answers), first match wins:
+
+    1. the key exactly as given;
+    2. the same attribute in the driver's domain: ``model`` is ``<driver>/model``
+       and ``<driver>/model`` is ``model`` (a ResourceSlice's rule);
+    3. for an unqualified name, the Kubernetes standard attribute of that name
+       (``pciBusID`` -> ``resource.kubernetes.io/pciBusID``);
+    4. for a standard attribute (``pciBusID``, ``numaNode``, ``pcieRoot``,
+       unqualified or in the standard domain), the driver's own attribute of that
+       name, then the names drivers publish for it today
+       (:data:`STANDARD_ALIASES`: NVIDIA's ``pcieBusID``, ``dra.cpu/numaNodeID`` ...).
+
+    >>> from dra_metadata import Device, DeviceAttribute as A
+    >>> gpu = Device("gpu.nvidia.com", "p", "gpu-0", {"pcieBusID": A(string="00000000:18:00.0")})
+    >>> lookup(gpu, "pciBusID")
+    ('gpu.nvidia.com/pcieBusID', DeviceAttribute(string='00000000:18:00.0'))
+    >>> lookup(gpu, "resource.kubernetes.io/pciBusID")[0], lookup(gpu, "uuid")
+    ('gpu.nvidia.com/pcieBusID', None)
+    """
+    attributes = device.attributes
+    if not attributes:
+        return None
+    driver = device.driver
+    domain, sep, local = name.rpartition(DOMAIN_SEPARATOR)
+    found = attributes.get(name)
+    if sep:
+        if found is not None:
+            return name, found
+        if domain == driver:
+            found = attributes.get(local)
+            return None if found is None else (name, found)
+        if domain != STANDARD_DOMAIN or local not in _ALIASES:
+            return None
+        own = driver + DOMAIN_SEPARATOR + local
+        found = attributes.get(own)
+        if found is None:
+            found = attributes.get(local)
+        if found is not None:
+            return own, found
+    else:
+        own = driver + DOMAIN_SEPARATOR + name
+        if found is not None:
+            return own, found
+        found = attributes.get(own)
+        if found is not None:
+            return own, found
+        standard = _STANDARD + name
+        found = attributes.get(standard)
+        if found is not None:
+            return standard, found
+    for alias, alias_domain, alias_local in _ALIASES.get(local, ()):
+        found = qualified_entry(device, alias, alias_domain, alias_local)
+        if found is not None:
+            return alias, found
+    return None
+
+
+def standard_name(name: str) -> str | None:
+    """The standard attribute ``name`` asks for, unqualified or in the standard domain.
+
+    >>> standard_name("numaNode"), standard_name("resource.kubernetes.io/pciBusID")
+    ('numaNode', 'pciBusID')
+    >>> standard_name("numaNodes"), standard_name("gpu.example.com/numaNode"), standard_name("uuid")
+    ('numaNode', None, None)
+    """
+    domain, sep, local = name.rpartition(DOMAIN_SEPARATOR)
+    if sep and domain != STANDARD_DOMAIN:
+        return None
+    local = LIST_QUESTIONS.get(local, local)
+    return local if local in _ALIASES else None
+
+
+def tried_names(device: Device, standard: str) -> tuple[str, ...]:
+    """The attributes :func:`lookup` tries for the standard attribute ``standard``, in order.
+
+    >>> tried_names(Device("gpu.example.com", "p", "n"), "pciBusID")[:2]
+    ('gpu.example.com/pciBusID', 'resource.kubernetes.io/pciBusID')
+    """
+    names = (_OWN + standard, _STANDARD + standard, *STANDARD_ALIASES.get(standard, ()))
+    own = device.driver + DOMAIN_SEPARATOR
+    return tuple(dict.fromkeys(name.replace(_OWN, own) for name in names))
+
+
+def standard_values(device: Device, name: str) -> tuple[object, ...] | None:
+    """The model's answer to a standard attribute as a set of values, for matching.
+
+    ``numaNode``: every NUMA node (a list is a set, KEP-6072); ``pciBusID``:
+    the address in the standard form; ``pcieRoot``: every root. ``None`` when
+    ``name`` is no standard attribute (:func:`standard_name`).
+    """
+    standard = standard_name(name)
+    if standard is None:
+        return None
+    domain = name.rpartition(DOMAIN_SEPARATOR)[0]
+    asked = f"{domain}{DOMAIN_SEPARATOR}{standard}" if domain else standard
+    if standard == _NUMA_NODE:
+        return numa_of(device, asked).nodes
+    if standard == "pciBusID":
+        pci = pci_address_of(device, asked)
+        return () if pci is None or pci.value is None else (pci.value,)
+    return device.pcie_roots
+
+
+def matches(device: Device, name: str, wanted: object) -> bool:
+    """Whether attribute ``name`` of ``device`` has the value ``wanted``.
+
+    A list on either side is a set, as a ResourceClaim's ``matchAttribute``
+    treats list attributes (KEP-5491): they match when they share a value. A
+    standard attribute is compared in its meaning (:func:`standard_values`):
+    ``numaNode`` 0 matches a device local to nodes ``[1, 0]``, ``pciBusID``
+    ``0000:3B:00.0`` matches NVIDIA's ``00000000:3B:00.0``.
+
+    >>> from dra_metadata import Device, DeviceAttribute as A
+    >>> cpu = Device("dra.cpu", "p", "c", {"numaNodeID": A(int=1), "cpus": A(ints=(4, 5))})
+    >>> matches(cpu, "numaNode", 1), matches(cpu, "cpus", 5), matches(cpu, "cpus", [6, 7])
+    (True, True, False)
+    """
+    wanted_values = tuple(wanted) if isinstance(wanted, list | tuple) else (wanted,)
+    have = standard_values(device, name)
+    if have is None:
+        found = device.find_attribute(name)
+        value = None if found is None else found.value
+        if value is None:
+            return False
+        have = value if isinstance(value, tuple) else (value,)
+    elif standard_name(name) == "pciBusID":
+        wanted_values = tuple(
+            normal_pci_address(v) if isinstance(v, str) else v for v in wanted_values
+        )
+    return any(  # True is no 1 here
+        (type(a) is bool) == (type(b) is bool) and a == b for a in have for b in wanted_values
+    )
+
+
+def known_names(device: Device) -> list[str]:
+    """The names :func:`lookup` can answer on ``device``: its keys, local names, the standard ones.
+
+    What a "did you mean" chooses from.
+    """
+    names = dict.fromkeys(device.attributes)
+    for key in device.attributes:
+        domain, sep, local = key.rpartition(DOMAIN_SEPARATOR)
+        if sep and domain in (device.driver, STANDARD_DOMAIN):
+            names.setdefault(local)
+    for local in _ALIASES:
+        if lookup(device, local) is not None:
+            names.setdefault(local)
+            list_name = next((k for k, v in LIST_QUESTIONS.items() if v == local), None)
+            if list_name is not None:
+                names.setdefault(list_name)
+    return list(names)
 
 
 _ATTRIBUTE_KINDS: "Final[tuple[tuple[str, DeviceKind], ...]]" = (
@@ -896,6 +1138,8 @@ _HEX_DIGITS: Final = frozenset("0123456789abcdef")
 # Compiled on first use (_compiled), for what is not in the standard form: a command
 # that never meets such an address does not pay for it.
 _PCI: Final = r"(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})\.([0-7])"
+#: A PCIe root complex as Linux names its sysfs directory: ``pci<domain>:<bus>``.
+_PCIE_ROOT: Final = r"pci[0-9a-f]{4,8}:[0-9a-f]{2}"
 
 
 @cache
@@ -928,6 +1172,15 @@ def normal_pci_address(text: str) -> str | None:
     return f"{int(domain or '0', 16):04x}:{int(bus, 16):02x}:{int(slot, 16):02x}.{function}"
 
 
+def is_pcie_root(text: str) -> bool:
+    """Whether ``text`` is a PCIe root complex in the standard form (``pci0000:3a``).
+
+    >>> is_pcie_root("pci0000:3a"), is_pcie_root("pci10000:00"), is_pcie_root("0000:3a")
+    (True, True, False)
+    """
+    return _compiled(_PCIE_ROOT).fullmatch(text) is not None
+
+
 class PciAddress(msgspec.Struct, frozen=True, gc=False):
     """A device's PCI address: normalised ``value`` (``None``: not an address), its attribute."""
 
@@ -939,24 +1192,26 @@ class PciAddress(msgspec.Struct, frozen=True, gc=False):
     raw: AttributeValue
 
 
-def pci_address_of(device: Device) -> PciAddress | None:
-    """The first PCI address attribute ``device`` has, normalised; ``None`` when it has none.
+def pci_address_of(device: Device, name: str = "pciBusID") -> PciAddress | None:
+    """The device's PCI address attribute (:func:`lookup` of ``name``), normalised.
+
+    ``name`` is ``pciBusID`` or ``resource.kubernetes.io/pciBusID`` (which tries
+    the standard attribute before the driver's own). ``None`` when the device
+    has none.
 
     >>> from dra_metadata import Device, DeviceAttribute as A
     >>> pci_address_of(Device("dra.net", "p", "n", {"pciAddress": A(string="../../x")}))
     PciAddress(value=None, source='dra.net/pciAddress', raw='../../x')
     """
-    attributes = device.attributes
-    for name, domain, local in _PCI_NAMES:
-        if name not in attributes and local not in attributes:
-            continue  # the only two keys qualified_entry looks up: neither is there
-        found = qualified_entry(device, name, domain, local)
-        raw = None if found is None else found.value
-        if raw is None:
-            continue
-        value = normal_pci_address(raw) if isinstance(raw, str) else None
-        return PciAddress(value, name, raw)
-    return None
+    found = lookup(device, name)
+    if found is None:
+        return None
+    source, entry = found
+    raw = entry.value
+    if raw is None:
+        return None
+    value = normal_pci_address(raw) if isinstance(raw, str) else None
+    return PciAddress(value, source, raw)
 
 
 def int_values(value: "AttributeValue | None") -> tuple[int, ...]:
@@ -973,61 +1228,152 @@ def int_values(value: "AttributeValue | None") -> tuple[int, ...]:
 
 
 class NumaNodes(msgspec.Struct, frozen=True, gc=False):
-    """A device's NUMA nodes, the attribute they came from, and every attribute's say."""
+    """A device's NUMA nodes, the attribute they came from, and every attribute's say.
 
-    #: The nodes of the first NUMA attribute the device has (a list kept whole).
+    KEP-6072: a list-valued ``numaNode`` starts with the device's physical NUMA
+    node; the rest are the same-socket nodes at the minimum distance. A negative
+    node means "no NUMA affinity" (Linux's ``-1``): not a node, so the attribute
+    says nothing of where the device is (:attr:`unknown` names it).
+    """
+
+    #: The nodes of the first NUMA attribute with a node, in the order published
+    #: (the physical node first; negative numbers left out).
     nodes: tuple[int, ...]
     #: That attribute's name, or ``None`` when the device has none.
     source: str | None
-    #: ``(attribute, nodes)`` of every NUMA attribute the device has, in order.
+    #: ``(attribute, nodes)`` of every NUMA attribute with a node, in lookup order.
     sources: tuple[tuple[str, tuple[int, ...]], ...]
+    #: NUMA attributes that say "no NUMA affinity" (a negative node), in lookup order.
+    unknown: tuple[str, ...] = ()
+
+    @property
+    def physical(self) -> int | None:
+        """The device's physical NUMA node: the scalar, or the list's first element."""
+        return self.nodes[0] if self.nodes else None
 
     @property
     def disagree(self) -> bool:
-        """Whether two of the attributes name different sets of nodes."""
-        return len({frozenset(nodes) for _, nodes in self.sources}) > 1
+        """Whether two attributes name different physical nodes, or two lists different sets.
+
+        A scalar is compared with a list's first element only: ``numaNodeID: 1``
+        and ``numaNode: [1, 0]`` agree (what dra-driver-cpu publishes).
+        """
+        sources = self.sources
+        if len(sources) < 2:
+            return False
+        if len({nodes[0] for _, nodes in sources}) > 1:
+            return True
+        return len({frozenset(nodes) for _, nodes in sources if len(nodes) > 1}) > 1
 
 
 _NO_NUMA: Final = NumaNodes((), None, ())
+_NUMA_NODE: Final = "numaNode"
+_STD_NUMA: Final = _STANDARD + _NUMA_NODE
 
 
-def numa_of(device: Device) -> NumaNodes:
-    """The device's NUMA nodes, from the first of :data:`NUMA_ATTRIBUTES` it has.
+def numa_of(device: Device, name: str = _NUMA_NODE) -> NumaNodes:
+    """The device's NUMA nodes, read in :func:`lookup`'s order for ``name``.
+
+    ``name`` is ``numaNode`` (the driver's own first, as the properties read it) or
+    ``resource.kubernetes.io/numaNode`` (the standard attribute first).
 
     >>> from dra_metadata import Device, DeviceAttribute as A
     >>> numa_of(Device("dra.cpu", "p", "c", {"numaNodeID": A(int=1)})).nodes
     (1,)
+    >>> cpu = Device("dra.cpu", "p", "c", {"resource.kubernetes.io/numaNode": A(ints=(1, 0))})
+    >>> numa_of(cpu).nodes, numa_of(cpu).physical
+    ((1, 0), 1)
+    >>> numa_of(Device("d", "p", "n", {"resource.kubernetes.io/numaNode": A(int=-1)})).unknown
+    ('resource.kubernetes.io/numaNode',)
     """
     attributes = device.attributes
     if not attributes:
         return _NO_NUMA
-    sources: list[tuple[str, tuple[int, ...]]] = []
     driver = device.driver
-    own = driver + DOMAIN_SEPARATOR + _NUMA_OWN
-    for index, (name, domain, local) in enumerate(_NUMA_NAMES):
-        if index == _OWN_AT and own not in _NUMA_KNOWN:
-            found = qualified_entry(device, own, driver, _NUMA_OWN)
-            if found is not None and (nodes := int_values(found.value)):
-                sources.append((own, nodes))
-        if name not in attributes and local not in attributes:
-            continue  # the only two keys qualified_entry looks up: neither is there
-        found = qualified_entry(device, name, domain, local)
-        if found is not None and (nodes := int_values(found.value)):
-            sources.append((name, nodes))
+    own = driver + DOMAIN_SEPARATOR + _NUMA_NODE
+    found: list[tuple[str, DeviceAttribute]] = []
+    entry = qualified_entry(device, own, driver, _NUMA_NODE)
+    if entry is not None:
+        found.append((own, entry))
+    if own != _STD_NUMA and (entry := attributes.get(_STD_NUMA)) is not None:
+        if name == _STD_NUMA:  # the key as given first
+            found.insert(0, (_STD_NUMA, entry))
+        else:
+            found.append((_STD_NUMA, entry))
+    for alias, domain, local in _ALIASES[_NUMA_NODE]:
+        if alias == own or (alias not in attributes and local not in attributes):
+            continue  # read already, or neither key qualified_entry looks up is there
+        entry = qualified_entry(device, alias, domain, local)
+        if entry is not None:
+            found.append((alias, entry))
+    if not found:
+        return _NO_NUMA
+    sources: list[tuple[str, tuple[int, ...]]] = []
+    unknown: list[str] = []
+    for name, entry in found:
+        nodes = int_values(entry.value)
+        if not nodes:
+            continue
+        if nodes[0] < 0:
+            unknown.append(name)
+            continue
+        if min(nodes) < 0:
+            nodes = tuple(node for node in nodes if node >= 0)
+        sources.append((name, nodes))
     if not sources:
-        return NumaNodes((), None, ())
-    return NumaNodes(sources[0][1], sources[0][0], tuple(sources))
+        return NumaNodes((), None, (), tuple(unknown)) if unknown else _NO_NUMA
+    return NumaNodes(sources[0][1], sources[0][0], tuple(sources), tuple(unknown))
 
 
 def pcie_roots_of(device: Device) -> tuple[str, ...]:
-    """The standard ``pcieRoot`` as a tuple (a string, or a list kept whole)."""
+    """The standard ``pcieRoot`` as a tuple (a string, or a list kept whole).
+
+    Empty when the attribute is absent or not in the standard form
+    (:func:`standard_problem` says why).
+    """
     found = device.attributes.get(PCIE_ROOT_ATTRIBUTE)
     value = None if found is None else found.value
     if isinstance(value, str):
-        return (str(value),) if value else ()
-    if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
-        return tuple(dict.fromkeys(str(v) for v in value if v))
+        return (str(value),) if value and is_pcie_root(value) else ()
+    if isinstance(value, tuple) and all(isinstance(v, str) and is_pcie_root(v) for v in value):
+        return tuple(dict.fromkeys(str(v) for v in value))
     return ()
+
+
+def standard_problem(device: Device, name: str) -> str | None:
+    """Why the device's standard ``name`` (``pciBusID``, ``pcieRoot``) is not in its standard form.
+
+    ``name`` may be qualified with the standard domain (the attribute then looked
+    up as :func:`lookup` looks that name up). ``None`` when the value is in its
+    standard form, or when the device has no such attribute. The one
+    message for every door that prints the value in its standard form
+    (``get``, ``env``); ``show`` and ``--format go`` print it as written.
+
+    >>> from dra_metadata import Device, DeviceAttribute as A
+    >>> bad = Device("d.example.com", "p", "n", {"resource.kubernetes.io/pciBusID": A(string="x")})
+    >>> print(standard_problem(bad, "pciBusID"))  # doctest: +NORMALIZE_WHITESPACE
+    device d.example.com/p/n: resource.kubernetes.io/pciBusID holds 'x', which is not
+    a PCI address in any form (standard form: 0000:3b:00.0)
+    """
+    raw: AttributeValue | None
+    standard = standard_name(name)
+    if standard == "pciBusID":
+        pci = pci_address_of(device, name)
+        if pci is None or pci.value is not None:
+            return None
+        source, raw, what, form = pci.source, pci.raw, "a PCI address in any form", "0000:3b:00.0"
+    elif standard == "pcieRoot":
+        found = device.attributes.get(PCIE_ROOT_ATTRIBUTE)
+        raw = None if found is None else found.value
+        if raw is None or pcie_roots_of(device):
+            return None
+        source, what, form = PCIE_ROOT_ATTRIBUTE, "a PCIe root", "pci0000:3a"
+    else:
+        return None
+    return (
+        f"device {device.driver}/{device.pool}/{device.name}: {source} holds {raw!r}, "
+        f"which is not {what} (standard form: {form})"
+    )
 
 
 def intersect(a: tuple[object, ...], b: tuple[object, ...]) -> bool:

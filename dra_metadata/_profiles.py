@@ -33,8 +33,12 @@ exits 65), and nothing is printed. A device listed twice is named once.
            ADDR`` for each, for an EAL command line; DPDK "EAL parameters") from
            the NICs' PCI addresses (:attr:`Device.pci_bus_id
            <dra_metadata.Device.pci_bus_id>`, in the standard form).
-``numa``   ``NUMA_NODES``: the union of the devices' NUMA nodes, and
-           ``NUMACTL_OPTIONS=--cpunodebind=N --membind=N`` for ``numactl``.
+``numa``   ``NUMA_NODES``: every NUMA node of the devices, once, in the order
+           first seen (each device's physical node first), and
+           ``NUMACTL_OPTIONS=--cpunodebind=N --membind=N`` for ``numactl``,
+           bound to the devices' physical nodes only (KEP-6072: a list's first
+           element; the rest are only the nearest other nodes). A negative
+           node ("no NUMA affinity") is no node.
 =========  =====================================================================
 
 >>> import dra_metadata as dm
@@ -49,7 +53,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final
 
-from ._errors import EnvError
+from ._errors import EnvError, MalformedAttributeError
 
 if TYPE_CHECKING:
     from ._inventory import Inventory
@@ -175,7 +179,7 @@ def _nccl(topo: Topology) -> dict[str, str]:
 
 
 def _dpdk(topo: Topology) -> dict[str, str]:
-    from ._model import PCI_BUS_ID_ATTRIBUTES, pci_address_of
+    from ._model import pci_address_of, standard_problem, tried_names
 
     nics = _once(topo.nics)
     if not nics:
@@ -185,13 +189,11 @@ def _dpdk(topo: Topology) -> dict[str, str]:
         if found is None:
             raise EnvError(
                 f"profile dpdk: {_who(nic)} has no PCI address (none of "
-                f"{', '.join(PCI_BUS_ID_ATTRIBUTES)})"
+                f"{', '.join(tried_names(nic.mounted.device, 'pciBusID'))})"
             )
-        if found.value is None:
-            raise EnvError(
-                f"profile dpdk: {_who(nic)}: attribute {found.source!r} holds {found.raw!r}, "
-                "which is no PCI address ([domain:]bus:device.function)"
-            )
+        problem = standard_problem(nic.mounted.device, "pciBusID")
+        if problem is not None:
+            raise MalformedAttributeError(f"profile dpdk: {problem}")
     ordered, _ = _ordered(nics)
     addresses = [str(nic.pci_bus_id) for nic in ordered]
     return {
@@ -201,14 +203,19 @@ def _dpdk(topo: Topology) -> dict[str, str]:
 
 
 def _numa(topo: Topology) -> dict[str, str]:
-    nodes = topo.numa_nodes()
-    if not nodes:
+    placed = [device for device in _once(list(topo.devices)) if device.numa_nodes]
+    if not placed:
         raise EnvError(
             "profile numa: no device has a NUMA node (resource.kubernetes.io/numaNode "
-            "or a driver's own name for it)"
+            "or a driver's own name for it; -1 is no node)"
         )
-    text = ",".join(str(node) for node in nodes)
-    return {"NUMA_NODES": text, "NUMACTL_OPTIONS": f"--cpunodebind={text} --membind={text}"}
+    nodes = dict.fromkeys(node for device in placed for node in device.numa_nodes)
+    physical = dict.fromkeys(device.numa_nodes[0] for device in placed)
+    bind = ",".join(map(str, physical))
+    return {
+        "NUMA_NODES": ",".join(map(str, nodes)),
+        "NUMACTL_OPTIONS": f"--cpunodebind={bind} --membind={bind}",
+    }
 
 
 #: Profile name -> the function building its variables from a topology.

@@ -2,13 +2,16 @@
 
 :func:`one_line` is the one escaping: the CLI's messages and listings, the
 topology's tree, matrix and headings, and doctor's findings all go through it.
+:func:`did_you_mean` is the one suggestion, for options, commands, attributes,
+kinds and profiles alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["escape_char", "one_line"]
+__all__ = ["did_you_mean", "escape_char", "one_line"]
 
 
 #: Characters :func:`one_line` (and the CLI's ``json_text``) write as short escapes.
@@ -46,3 +49,28 @@ def one_line(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(char if char.isprintable() else escape_char(char) for char in text)
+
+
+def did_you_mean(wanted: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'X'?"`` for the known name closest to ``wanted``, or ``""``.
+
+    The same name in another case first (``UUID`` -> ``uuid``), then a name that
+    starts with it, then the closest by spelling.
+
+    >>> did_you_mean("--clam", ["--claim", "--request"]), did_you_mean("sho", ["show", "ls"])
+    ("; did you mean '--claim'?", "; did you mean 'show'?")
+    >>> did_you_mean("UUID", ["uuid", "index"]), did_you_mean("--zzz", ["--root"])
+    ("; did you mean 'uuid'?", '')
+    """
+    import difflib  # only on the way to an error
+
+    names = [name for name in known if name != wanted]
+    folded = wanted.casefold()
+    close = [name for name in names if name.casefold() == folded]
+    if not close and len(wanted) > 2:
+        close = [name for name in names if name.startswith(wanted)]
+    if not close:
+        by_fold = {name.casefold(): name for name in reversed(names)}
+        found = difflib.get_close_matches(folded, list(by_fold), n=1, cutoff=0.6)
+        close = [by_fold[found[0]]] if found else []
+    return f"; did you mean {close[0]!r}?" if close else ""

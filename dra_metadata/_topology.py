@@ -57,6 +57,7 @@ from ._model import (
     intersect,
     normal_pci_address,
     numa_of,
+    standard_problem,
 )
 from ._text import one_line
 
@@ -111,8 +112,10 @@ class TopologyProblem(msgspec.Struct, frozen=True, gc=False):
     """What disagrees about one device: two of its placement attributes, or its listing.
 
     ``kind`` says which: ``"numa"`` (two NUMA attributes name different nodes; both
-    are kept in the message) or ``"duplicate"`` (the request lists the device more
-    than once; it is counted once).
+    are kept in the message; or the only NUMA node is negative, "no NUMA
+    affinity"), ``"malformed"`` (a ``pciBusID`` or ``pcieRoot`` not in its
+    standard form, left out of the placement) or ``"duplicate"`` (the request
+    lists the device more than once; it is counted once).
     """
 
     #: The device the problem is about.
@@ -123,8 +126,9 @@ class TopologyProblem(msgspec.Struct, frozen=True, gc=False):
     request: str
     #: What disagrees, and where each value came from.
     message: str
-    #: ``"numa"`` (NUMA attributes disagree) or ``"duplicate"`` (listed twice).
-    kind: Literal["numa", "duplicate"] = "numa"
+    #: ``"numa"`` (NUMA attributes disagree, or say "no affinity"), ``"malformed"`` (a
+    #: standard value not in its standard form) or ``"duplicate"`` (listed twice).
+    kind: Literal["numa", "malformed", "duplicate"] = "numa"
 
     def __str__(self) -> str:
         return self.message
@@ -198,8 +202,8 @@ class TopologyDevice(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def numa_node(self) -> int | None:
-        """The NUMA node when there is exactly one."""
-        return self.numa_nodes[0] if len(self.numa_nodes) == 1 else None
+        """The physical NUMA node: the first of :attr:`numa_nodes` (KEP-6072)."""
+        return self.numa_nodes[0] if self.numa_nodes else None
 
     @property
     def network_data(self) -> NetworkDeviceData | None:
@@ -288,11 +292,7 @@ def build(
     elif kinds is not None:
         mapping = dict(kinds)
         for driver, kind in mapping.items():
-            if kind not in DEVICE_KINDS:
-                raise ValueError(
-                    f"topology(): kind {kind!r} for driver {driver!r} is not one of "
-                    + ", ".join(DEVICE_KINDS)
-                )
+            _check_kind(kind, f"topology(): driver {driver!r}")
     devices: list[TopologyDevice] = []
     problems: list[TopologyProblem] = []
     counters: dict[str, int] = {}
@@ -318,6 +318,32 @@ def build(
     found.sort(key=lambda pair: DEVICE_KINDS.index(pair[0]))
     for kind, mounted in found:
         numa = numa_of(mounted.device)
+        for standard in ("pciBusID", "pcieRoot"):
+            malformed = standard_problem(mounted.device, standard)
+            if malformed is not None:
+                problems.append(
+                    TopologyProblem(
+                        mounted.id,
+                        mounted.claim,
+                        mounted.request,
+                        f"{mounted.claim_label} request {mounted.request!r} {malformed}; "
+                        "left out of the placement",
+                        "malformed",
+                    )
+                )
+        if numa.unknown and not numa.nodes:
+            problems.append(
+                TopologyProblem(
+                    mounted.id,
+                    mounted.claim,
+                    mounted.request,
+                    f"{mounted.claim_label} request {mounted.request!r} device "
+                    f"{mounted.name!r} ({mounted.driver}): {numa.unknown[0]} is negative "
+                    "(no NUMA affinity), so its NUMA node is unknown; KEP-6072 drivers "
+                    "leave the attribute out",
+                    "numa",
+                )
+            )
         if numa.disagree:
             said = ", ".join(
                 f"{name} says {','.join(map(str, nodes))}" for name, nodes in numa.sources
@@ -376,6 +402,33 @@ def _between(first: TopologyDevice, second: TopologyDevice) -> Affinity:
     return "unknown"
 
 
+def _physical_tie(me: TopologyDevice, other: TopologyDevice) -> int:
+    """How the physical NUMA nodes of two equally near devices rank: 0 the same node,
+    1 one's physical node in the other's list, 2 otherwise."""
+    mine, theirs = me.numa_node, other.numa_node
+    if mine is None or theirs is None:
+        return 2
+    if mine == theirs:
+        return 0
+    return 1 if mine in other.numa_nodes or theirs in me.numa_nodes else 2
+
+
+def _unknown(what: str, value: object, known: Iterable[str], where: str) -> str:
+    """The message for a ``what`` that is none of ``known``, with the closest one."""
+    from ._text import did_you_mean  # on the way to an error
+
+    names = list(known)
+    return f"{where}: {what} {value!r} is not one of {', '.join(names)}" + did_you_mean(
+        str(value), names
+    )
+
+
+def _check_kind(kind: object, where: str) -> None:
+    """``ValueError`` when ``kind`` is none of :data:`DEVICE_KINDS`."""
+    if kind not in DEVICE_KINDS:
+        raise ValueError(_unknown("kind", kind, DEVICE_KINDS, where))
+
+
 def _placement(device: TopologyDevice) -> tuple[object, ...]:
     return (frozenset(device.pcie_roots), frozenset(device.numa_nodes), device.socket)
 
@@ -428,7 +481,8 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
         return len(self.devices)
 
     def of_kind(self, kind: DeviceKind) -> list[TopologyDevice]:
-        """The devices of one kind, in inventory order."""
+        """The devices of one kind, in inventory order (``ValueError`` for no kind)."""
+        _check_kind(kind, "of_kind()")
         return [device for device in self.devices if device.kind == kind]
 
     @property
@@ -486,19 +540,26 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
     ) -> TopologyDevice | None:
         """The device of ``kind`` closest to ``device``: a shared PCIe root, else NUMA node...
 
-        Ties go to the first in inventory order. Only devices at ``within`` or
-        nearer count (``within="numa"``: a shared PCIe root or NUMA node);
-        ``None`` when there is none.
+        Among devices equally near, the physical NUMA nodes break the tie
+        (KEP-6072): the same physical node first, then one's physical node in the
+        other's list; then the first in inventory order. Only devices at
+        ``within`` or nearer count (``within="numa"``: a shared PCIe root or NUMA
+        node); ``None`` when there is none. An unknown ``kind`` or ``within`` is a
+        ``ValueError`` saying what there is.
         """
         me = self.find(device)
         mine = _key(me)
+        if kind is not None:
+            _check_kind(kind, "nearest()")
+        if within not in AFFINITY_LEVELS:
+            raise ValueError(_unknown("within", within, AFFINITY_LEVELS, "nearest()"))
         limit = AFFINITY_LEVELS.index(within)
         best: TopologyDevice | None = None
-        best_rank = limit + 1
+        best_rank = (limit + 1, 0)
         for other in self.devices:
             if (kind is not None and other.kind != kind) or _key(other) == mine:
                 continue
-            rank = AFFINITY_LEVELS.index(_between(me, other))
+            rank = (AFFINITY_LEVELS.index(_between(me, other)), _physical_tie(me, other))
             if rank < best_rank:
                 best, best_rank = other, rank
         return best
@@ -561,12 +622,12 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
         """A readable tree: NUMA nodes > PCIe roots > devices, lines cut to ``width``.
 
         A device local to several NUMA nodes (or roots) sits under a heading
-        that names them all.
+        that names them all, its physical NUMA node first (as published).
         """
         rows: list[tuple[int, tuple[str, ...]]] = []
         by_nodes: dict[tuple[int, ...], list[TopologyDevice]] = {}
         for device in self.devices:
-            by_nodes.setdefault(tuple(sorted(device.numa_nodes)), []).append(device)
+            by_nodes.setdefault(device.numa_nodes, []).append(device)
         order = sorted((n for n in by_nodes if n), key=lambda n: (n[0], len(n), n))
         for nodes in [*order, *([()] if () in by_nodes else [])]:
             members = by_nodes[nodes]

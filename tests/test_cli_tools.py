@@ -261,7 +261,8 @@ def test_get_resolves_names_as_the_library_does() -> None:
     """Qualified or not, standard attributes, lists comma-joined, network fields."""
     nic = ("--claim", "nic", "--request", "eth")
     assert get(*nic, "resource.kubernetes.io/pciBusID").stdout == b"0000:5e:00.3\n"
-    assert get(*nic, "resource.kubernetes.io/numaNode").stdout == b"1,0\n"
+    assert get(*nic, "resource.kubernetes.io/numaNode").stdout == b"1\n"  # the physical node
+    assert get(*nic, "resource.kubernetes.io/numaNodes").stdout == b"1,0\n"
     assert get(*nic, "sriov.example.com/vfIndex").stdout == b"3\n"
     assert get(*nic, "interfaceName").stdout == b"net1\n"
     assert get(*nic, "ips").stdout == b"10.20.30.41/24,fd00:10:20::29/64\n"
@@ -274,8 +275,10 @@ def test_get_resolves_names_as_the_library_does() -> None:
 
 def test_get_json_and_nul_outputs_are_exact() -> None:
     """--json gives typed values; -0 ends each value with a NUL."""
-    typed = get("--claim", "nic", "--request", "eth", "--json", "resource.kubernetes.io/numaNode")
+    typed = get("--claim", "nic", "--request", "eth", "--json", "resource.kubernetes.io/numaNodes")
     assert json.loads(typed.stdout) == [[1, 0]]
+    typed = get("--claim", "nic", "--request", "eth", "--json", "numaNode")
+    assert json.loads(typed.stdout) == [1]
     flags = get("--claim", "cpus", "--request", "cpus", "--json", "smtEnabled")
     assert json.loads(flags.stdout) == [True, True, True, True]
     nul = get("--template-claim", "gpu", "--request", "gpu", "-0", "model")

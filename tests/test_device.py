@@ -130,21 +130,27 @@ def test_get_pci_bus_id_names_the_alias_on_stderr() -> None:
     assert (code, out) == (0, "00000000:18:00.0\n00000000:86:00.0\n")  # as written
 
 
-def test_get_numa_node_of_a_list_says_to_ask_for_the_list() -> None:
-    """numaNode of a device local to two nodes is absent with a hint; numaNodes prints both."""
+def test_get_numa_node_of_a_list_prints_the_physical_node() -> None:
+    """numaNode of a device local to [1, 0] is 1, its physical node (KEP-6072); numaNodes both."""
     args = ("get", "--root", str(SAMPLE_ROOT), "--claim", "nic", "--request", "eth")
     code, out, err = run(*args, "numaNode")
-    assert (code, out) == (1, "")
-    assert "ask numaNodes" in err
+    assert (code, out) == (0, "1\n")
+    assert "the physical node of 1,0" in err
     assert run(*args, "numaNodes")[:2] == (0, "1,0\n")
+    assert run(*args, "resource.kubernetes.io/numaNode")[:2] == (0, "1\n")
 
 
-def test_env_never_puts_a_list_in_numa_node() -> None:
-    """NUMA_NODE only when one node; NUMA_NODES always: per device and per request."""
+def test_env_numa_node_is_the_physical_node_and_never_a_list() -> None:
+    """NUMA_NODE is the first of NUMA_NODES, never a list; NUMA_NODES keeps the order."""
     for root in TREES:
-        for name, value in dm.env_vars(root=root).items():
+        variables = dm.env_vars(root=root)
+        for name, value in variables.items():
             if name.endswith("_NUMA_NODE"):
                 assert "," not in value, (name, value)
+                assert variables[name + "S"].split(",")[0] == value, (name, value)
+    nic = dm.env_vars(root=SAMPLE_ROOT, claim="nic")
+    assert (nic["DRA_NIC_ETH_0_NUMA_NODE"], nic["DRA_NIC_ETH_0_NUMA_NODES"]) == ("1", "1,0")
+    assert (nic["DRA_NIC_ETH_NUMA_NODE"], nic["DRA_NIC_ETH_NUMA_NODES"]) == ("1", "1,0")
 
 
 # Property tests for the list semantics.
@@ -215,7 +221,7 @@ def test_affinity_follows_the_lists(
     a_roots: tuple[str, ...],
     b_roots: tuple[str, ...],
 ) -> None:
-    """pcie-root when the roots intersect, numa when the nodes do; numa_node only when one."""
+    """pcie-root when the roots intersect, numa when the nodes do; numa_node is the first."""
 
     def device(name: str, numa: tuple[int, ...], pcie: tuple[str, ...]) -> dm.Device:
         attributes = {}
@@ -235,5 +241,5 @@ def test_affinity_follows_the_lists(
         assert level == "pcie-root"
     elif a_nodes and b_nodes:
         assert level == ("numa" if intersect(a_nodes, b_nodes) else "different")
-    assert first.numa_node == (a_nodes[0] if len(a_nodes) == 1 else None)
+    assert first.numa_node == (a_nodes[0] if a_nodes else None)
     assert first.numa_nodes == a_nodes

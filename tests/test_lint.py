@@ -336,6 +336,35 @@ CASES: list[tuple[str, str, Case, str]] = [
     ),
     ("DRA117", "nic", replace("nic", '"kind"', '"Kind"'), "Kind"),
     ("DRA117", "nic", replace("nic", '"apiVersion"', '"APIVersion"'), "APIVersion"),
+    (
+        "DRA118",
+        "gpu",
+        replace(
+            "gpu",
+            '"int": 0\n            },\n            "resource',
+            '"int": -1\n            },\n            "resource',
+        ),
+        f"{ATTRS}[{STANDARD}/numaNode]",
+    ),
+    (
+        "DRA118",
+        "nic",
+        replace("nic", "                1,\n", "                -1,\n"),
+        f"{ATTRS}[{STANDARD}/numaNode]",
+    ),
+    (
+        "DRA118",
+        "nic",
+        replace("nic", "                1,\n", "                1024,\n"),
+        f"{ATTRS}[{STANDARD}/numaNode]",
+    ),
+    (
+        "DRA119",
+        "gpu",
+        replace("gpu", '"0000:3b:00.0"', '"not-a-pci"'),
+        f"{ATTRS}[{STANDARD}/pciBusID]",
+    ),
+    ("DRA119", "gpu", replace("gpu", '"pci0000:3a"', '"0000:3a"'), f"{ATTRS}[{STANDARD}/pcieRoot]"),
 ]
 
 

@@ -104,7 +104,7 @@ def test_numa_node_and_pcie_root_that_differ_say_expected_found_and_file(tmp_pat
     (nic1,) = [f for f in report.problems if f.subject == "nic1 ens2f0" and f.check != "interface"]
     assert (nic1.check, nic1.expected, nic1.found) == (
         "numa-node",
-        "node 1 (dra.net/numaNode)",
+        "physical node 1 (dra.net/numaNode)",
         "node 0",
     )
 

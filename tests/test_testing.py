@@ -178,7 +178,7 @@ def test_every_attribute_kind_and_network_data_round_trip(tmp_path: Path) -> Non
         "names": A(strings=("a", "b")),
         "versions": A(versions=("1.0.0", "2.0.0-rc.1")),
     }
-    assert (got.pci_bus_id, got.numa_nodes, got.numa_node) == ("0000:3b:00.0", (1, 0), None)
+    assert (got.pci_bus_id, got.numa_nodes, got.numa_node) == ("0000:3b:00.0", (1, 0), 1)
     assert got.network_data == dm.NetworkDeviceData(interface_name="eth9")
     assert dm.validate(dm.read_file(dev.path)) == []
 

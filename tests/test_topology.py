@@ -125,7 +125,7 @@ def test_kinds_can_be_overridden_by_driver_or_function(tmp_path: Path) -> None:
     inv = dm.inventory(tmp_path)
     assert inv.topology(kinds={"vfio.gpu.example.com": "gpu"}).devices[0].kind == "gpu"
     assert inv.topology(kinds=lambda d: "nic" if d.name == "g" else None).devices[0].kind == "nic"
-    with pytest.raises(ValueError, match=r"'accelerator' for driver 'vfio\.gpu\.example\.com'"):
+    with pytest.raises(ValueError, match=r"driver 'vfio\.gpu\.example\.com': kind 'accelerator'"):
         inv.topology(kinds={"vfio.gpu.example.com": "accelerator"})  # type: ignore[dict-item] # the bad input
 
 
@@ -142,6 +142,9 @@ def test_kinds_can_be_overridden_by_driver_or_function(tmp_path: Path) -> None:
         ("gpu.nvidia.com", "numa", A(int=6), (6,), "gpu.nvidia.com/numa"),
         ("x.example.com", "numa", A(int=6), (), None),
         ("x.example.com", STD + "numaNode", A(string="1"), (), None),
+        ("x.example.com", STD + "numaNode", A(int=-1), (), None),
+        ("x.example.com", STD + "numaNode", A(ints=(-1,)), (), None),
+        ("x.example.com", STD + "numaNode", A(ints=(2, -1, 0)), (2, 0), STD + "numaNode"),
     ],
 )
 def test_numa_placement_from_the_standard_attribute_and_its_aliases(
@@ -156,8 +159,9 @@ def test_numa_placement_from_the_standard_attribute_and_its_aliases(
     topo = topology_of(tmp_path, dm.Device(driver, "p", "d0", {key: attribute}))
     device = topo.devices[0]
     assert (device.numa_nodes, device.numa_source) == (nodes, source)
-    assert device.numa_node == (nodes[0] if len(nodes) == 1 else None)
+    assert device.numa_node == (nodes[0] if nodes else None)  # the physical node (KEP-6072)
     assert device.numa_nodes == device.mounted.numa_nodes  # one answer, every door
+    assert device.numa_node == device.mounted.numa_node
 
 
 def test_disagreeing_numa_attributes_are_reported(tmp_path: Path) -> None:

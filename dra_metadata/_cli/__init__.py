@@ -42,11 +42,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeAlias
 
 from .._errors import (
+    AttributeNotFoundError,
     DecodeError,
     DRAMetadataError,
     EnvError,
     FileTooLargeError,
     InvalidNameError,
+    MalformedAttributeError,
     MetadataNotFoundError,
     NotMountedError,
     StaleMetadataError,
@@ -80,7 +82,6 @@ __all__ = [
     "build_parser",
     "check_each",
     "console_main",
-    "did_you_mean",
     "exit_code_for",
     "expand_paths",
     "fail",
@@ -178,28 +179,17 @@ class Parser(argparse.ArgumentParser):
         if choices is not None and value not in choices:
             names = [str(choice) for choice in choices]
             text = f"invalid choice: {value!r} (choose from {', '.join(names)})"
+            from .._text import did_you_mean  # on the way to an error
+
             raise argparse.ArgumentError(action, text + did_you_mean(str(value), names))
-
-
-def did_you_mean(wanted: str, known: Sequence[str]) -> str:
-    """``"; did you mean 'X'?"`` for the known name closest to ``wanted``, or ``""``.
-
-    >>> did_you_mean("--clam", ["--claim", "--request"]), did_you_mean("sho", ["show", "ls"])
-    ("; did you mean '--claim'?", "; did you mean 'show'?")
-    >>> did_you_mean("--req", ["--request", "--root"]), did_you_mean("--zzz", ["--root"])
-    ("; did you mean '--request'?", '')
-    """
-    import difflib  # only on the way to an error
-
-    starts = [name for name in known if len(wanted) > 2 and name.startswith(wanted)]
-    close = starts[:1] or difflib.get_close_matches(wanted, known, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _unrecognized(
     extras: list[str], top: argparse.ArgumentParser, command: argparse.ArgumentParser | None
 ) -> str:
     """The usage error for arguments no option took, naming the closest option."""
+    from .._text import did_you_mean  # on the way to an error
+
     text = f"unrecognized arguments: {' '.join(extras)}"
     parsers = [top] if command is None else [command, top]
     if command is None:  # before the command: any command's option may have been meant
@@ -561,8 +551,10 @@ def exit_code_for(err: DRAMetadataError) -> int:
         return EXIT_USAGE
     if isinstance(err, NotMountedError | StaleMetadataError):
         return EXIT_UNAVAILABLE
-    if isinstance(err, DecodeError | FileTooLargeError | EnvError):
+    if isinstance(err, DecodeError | FileTooLargeError | EnvError | MalformedAttributeError):
         return EXIT_UNDECODABLE
+    if isinstance(err, AttributeNotFoundError):
+        return EXIT_FALSE
     if isinstance(err, MetadataNotFoundError):
         return EXIT_NOT_FOUND
     # Anything else comes from the file system: exists but cannot be read.

@@ -24,7 +24,7 @@ Compare every mounted device with the system this container sees:
 
   pci-device        its PCI address (pciBusID, or a driver's own name for it)
                     is one and exists under SYS/bus/pci/devices
-  numa-node         sysfs numa_node is one of the device's NUMA nodes
+  numa-node         sysfs numa_node is the device's physical NUMA node
   pcie-root         the PCIe root in its sysfs path is one of its pcieRoot
   interface         the network data's interface is in this network namespace,
   hardware-address  with that hardware address

@@ -22,7 +22,7 @@ from . import (
 if TYPE_CHECKING:
     from .._model import AttributeValue, Device
 
-__all__ = ["register", "value_of"]
+__all__ = ["answer", "model_answer", "register", "value_of"]
 
 _DESCRIPTION: Final = """\
 Print the value of one attribute, or network field, for every device of the
@@ -30,22 +30,25 @@ request, one per line, in merged device order (files in byte order of their
 names, as the library merges them).
 
 NAME is an attribute name, qualified (resource.kubernetes.io/pciBusID) or not
-(uuid: an unqualified name lives in the device's driver domain; when the driver
-has no attribute of that name, the Kubernetes standard attribute of that name is
-used), or one of the network fields interfaceName, ips and hardwareAddress (also
-networkData.ips); an attribute that has one of those names is reached by its
-qualified name.
+(uuid), or one of the network fields interfaceName, ips and hardwareAddress
+(also networkData.ips); an attribute that has one of those names is reached by
+its qualified name. A name resolves as everywhere in dra-metadata: the key as
+given, else the same attribute in the driver's domain (uuid is
+<driver>/uuid), else the Kubernetes standard attribute of that name, and for a
+standard attribute the names drivers publish for it today (NVIDIA's pcieBusID).
 Integers print in decimal, booleans as true/false, lists (ints, strings, ips)
 comma-joined on one line. A value that holds a newline spans lines: use -0 or
 --json when values may hold one.
 
-pciBusID, numaNode, numaNodes, pcieRoot and pcieRoots (unqualified, when the
-driver has no attribute of that name) print the model's answer, the one the
-Python properties, env, topology and doctor give: pciBusID in the standard
-form (0000:18:00.0), also from a driver's own name for it (NVIDIA's
-pcieBusID), with a note on stderr saying which attribute it came from;
-numaNodes every NUMA node, numaNode only when there is exactly one. A
-qualified name prints the attribute as written.
+pciBusID, numaNode, numaNodes, pcieRoot and pcieRoots (unqualified or in the
+resource.kubernetes.io domain) print the model's answer, the one the Python
+properties, env, topology and doctor give: pciBusID in the standard form
+(0000:18:00.0), with a note on stderr when it came from a driver's own name for
+it; numaNode the physical NUMA node (a list's first element, KEP-6072),
+numaNodes every node, the physical one first; pcieRoots every root, pcieRoot
+only when there is one. A negative NUMA node means "no NUMA affinity": no node.
+A value not in its standard form is an error naming the device and attribute
+(exit 65); show prints it as written.
 
 When a device lacks the attribute (or the request has no devices) nothing is
 printed and the exit code is 1, with the reason on stderr: every device must
@@ -75,68 +78,99 @@ def register(commands: Commands) -> None:
     parser.set_defaults(handler=_get)
 
 
-#: Unqualified names ``get`` answers from the model (see ``dra_metadata._model``).
-ANSWERED: Final = ("pciBusID", "numaNode", "numaNodes", "pcieRoot", "pcieRoots")
+def model_answer(device: Device, standard: str, name: str) -> tuple[AttributeValue | None, str]:
+    """The model's answer to a standard name and a note on where it came from.
 
-
-def model_answer(device: Device, name: str) -> tuple[AttributeValue | None, str]:
-    """The model's answer to ``name`` (one of :data:`ANSWERED`) and a note on where it came from.
-
-    The note is empty when the answer is the standard attribute as written, or
-    says which alias it came from, or why there is no answer.
+    ``standard`` is what :func:`~dra_metadata._model.standard_name` made of
+    ``name``; the attribute is looked up as ``name`` is (a qualified standard name
+    tries the standard attribute before the driver's own). The note is empty
+    when the answer is the standard attribute as written, or says which alias it
+    came from, or why there is no answer. A value not in its standard form raises
+    :class:`~dra_metadata.MalformedAttributeError`.
 
     >>> import dra_metadata as dm
     >>> gpu = dm.Device("gpu.nvidia.com", "p", "gpu-0",
     ...                 {"pcieBusID": dm.DeviceAttribute(string="00000000:18:00.0")})
-    >>> model_answer(gpu, "pciBusID")
+    >>> model_answer(gpu, "pciBusID", "pciBusID")
     ('0000:18:00.0', 'from gpu.nvidia.com/pcieBusID, in the standard form')
     """
-    from .._model import PCI_BUS_ID_ATTRIBUTES, pci_address_of
+    from .._errors import MalformedAttributeError
+    from .._model import LIST_QUESTIONS, numa_of, pci_address_of, standard_problem
 
-    if name == "pciBusID":
-        found = pci_address_of(device)
+    domain, _, local = name.rpartition("/")
+    asked = f"{domain}/{standard}" if domain else standard  # numaNodes asks numaNode
+    problem = standard_problem(device, asked)
+    if problem is not None:
+        raise MalformedAttributeError(problem)
+    whole = local in LIST_QUESTIONS
+    if standard == "pciBusID":
+        found = pci_address_of(device, asked)
         if found is None:
             return None, ""
-        if found.value is None:
-            return None, f"{found.source} holds {found.raw!r}, which is no PCI address"
-        if found.source == PCI_BUS_ID_ATTRIBUTES[0] and found.value == found.raw:
+        if found.source == _STANDARD_PCI and found.value == found.raw:
             return found.value, ""
         return found.value, f"from {found.source}, in the standard form"
-    if name in ("numaNode", "numaNodes"):
-        nodes, source = device.numa_nodes, device.numa_source
-        note = "" if source is None or source.endswith("/numaNode") else f"from {source}"
-        if name == "numaNodes":
-            return (nodes or None), note
+    if standard == "numaNode":
+        numa = numa_of(device, asked)
+        nodes, source = numa.nodes, numa.source
+        if not nodes:
+            if numa.unknown:
+                return None, (
+                    f"{numa.unknown[0]} is negative: no NUMA affinity, so no NUMA node is "
+                    "known (KEP-6072)"
+                )
+            return None, ""
+        note = "" if source == _STANDARD_NUMA else f"from {source}"
+        if whole:
+            return nodes, note
         if len(nodes) > 1:
-            return None, f"NUMA nodes {','.join(map(str, nodes))} ({source}): ask numaNodes"
-        return (nodes[0] if nodes else None), note
+            listed = ",".join(map(str, nodes))
+            note = (note + "; " if note else "") + (
+                f"the physical node of {listed} (numaNodes prints them all)"
+            )
+        return nodes[0], note
     roots = device.pcie_roots
-    if name == "pcieRoots":
+    if whole:
         return (roots or None), ""
     if len(roots) > 1:
-        return None, f"PCIe roots {','.join(roots)}: ask pcieRoots"
+        return None, f"PCIe roots {','.join(roots)}: a list has no first root; ask pcieRoots"
     return (roots[0] if roots else None), ""
 
 
-def value_of(device: Device, name: str) -> AttributeValue | None:
-    """The value ``get NAME`` prints for ``device``, or ``None`` when it has none.
+_STANDARD_PCI: Final = "resource.kubernetes.io/pciBusID"
+_STANDARD_NUMA: Final = "resource.kubernetes.io/numaNode"
+
+
+def answer(device: Device, name: str) -> tuple[AttributeValue | None, str]:
+    """What ``get NAME`` prints for ``device`` (``None``: it has none) and a note for stderr.
+
+    Network fields by their wire names, the standard attributes by the model's
+    answer (:func:`model_answer`), any other name by :meth:`Device.attribute`.
 
     >>> import dra_metadata as dm
     >>> nic = dm.Device("sriov.example.com", "p", "vf-0",
     ...                 network_data=dm.NetworkDeviceData(ips=("10.0.0.5/24",)))
-    >>> value_of(nic, "ips"), value_of(nic, "networkData.ips"), value_of(nic, "interfaceName")
-    (('10.0.0.5/24',), ('10.0.0.5/24',), None)
+    >>> answer(nic, "ips"), answer(nic, "networkData.ips"), answer(nic, "interfaceName")
+    ((('10.0.0.5/24',), ''), (('10.0.0.5/24',), ''), (None, ''))
     """
+    from .._model import standard_name
+
     field = name.removeprefix("networkData.")
     if field in NETWORK_FIELDS and (field == name or name.startswith("networkData.")):
         network = device.network_data
         if network is None:
-            return None
+            return None, ""
         value: str | tuple[str, ...] = getattr(network, NETWORK_FIELDS[field])
-        return value or None
-    if name in ANSWERED and device.find_attribute(name) is None:
-        return model_answer(device, name)[0]
-    return device.attribute(name, standard=True)
+        return value or None, ""
+    standard = standard_name(name)
+    if standard is not None:
+        return model_answer(device, standard, name)
+    return device.attribute(name), ""
+
+
+def value_of(device: Device, name: str) -> AttributeValue | None:
+    """The value ``get NAME`` prints for ``device``, or ``None`` when it has none."""
+    return answer(device, name)[0]
 
 
 def _get(args: argparse.Namespace) -> int:
@@ -152,22 +186,31 @@ def _get(args: argparse.Namespace) -> int:
     if not devices:
         fail(f"{where} has no devices")
         return EXIT_FALSE
-    values = [value_of(device, args.name) for device in devices]
-    notes = [
-        model_answer(device, args.name)[1]
-        if args.name in ANSWERED and device.find_attribute(args.name) is None
-        else ""
-        for device in devices
-    ]
+    answers = [answer(device, args.name) for device in devices]
+    values = [value for value, _ in answers]
+    notes = [note for _, note in answers]
     missing = [i for i, value in enumerate(values) if value is None]
     if missing:
         first = devices[missing[0]]
         why = notes[missing[0]]
+        hint = ""
+        if not why:
+            from .._model import known_names, standard_name, tried_names
+
+            standard = standard_name(args.name)
+            if standard is not None:
+                why = "looked for " + ", ".join(tried_names(first, standard))
+            elif all(value is None for value in values):
+                from .._text import did_you_mean
+
+                hint = did_you_mean(args.name, [*known_names(first), *NETWORK_FIELDS])
         fail(
             f"{args.name!r} is absent on {len(missing)} of {len(devices)} devices of {where} "
-            f"(first: {first.driver}/{first.pool}/{first.name}" + (f": {why})" if why else ")")
+            f"(first: {first.driver}/{first.pool}/{first.name}"
+            + (f": {why})" if why else ")")
+            + hint
         )
-        return EXIT_UNDECODABLE if "no PCI address" in why else EXIT_FALSE
+        return EXIT_FALSE
     for note in dict.fromkeys(note for note in notes if note):
         fail(f"note: {args.name} {note}")
     if args.request is not None and "/" not in args.request:

@@ -50,10 +50,10 @@ _WAIT_DESCRIPTION: Final = """\
 Wait until the request's metadata (merged across its drivers' files) meets a
 condition, then exit 0: by default that it exists (a file that decodes);
 --for network: every device has network data; --generation N: every file has
-reached generation N; --attribute NAME: every device has the attribute (an
-unqualified name lives in the device's driver domain). Given together, all
-must hold. Files that appear later, in-place updates and torn writes are
-handled as `watch` handles them.
+reached generation N; --attribute NAME: every device has the attribute (the
+name resolves as in get: pciBusID finds NVIDIA's pcieBusID too). Given together,
+all must hold; what already holds returns at once. Files that appear later,
+in-place updates and torn writes are handled as `watch` handles them.
 
 With --timeout, exit 1 when it passes, with one line on stderr saying what was
 last seen (no file, a file that does not decode, generation 1 without network

@@ -120,7 +120,9 @@ def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
     """A condition: every device has the attribute ``name`` (and there is a device).
 
     Names resolve as :meth:`~dra_metadata.Device.attribute` resolves them: an
-    unqualified name lives in each device's driver domain.
+    unqualified name lives in each device's driver domain, then is the standard
+    attribute of that name, and a standard attribute is found under the names
+    drivers publish for it today (``pciBusID`` finds NVIDIA's ``pcieBusID``).
 
     >>> import dra_metadata as dm
     >>> md = dm.read_resource_claim_template("gpu", "gpu", root="examples/dra-device-attributes")

@@ -67,10 +67,13 @@ def test_dpdk_refuses_a_pci_address_that_would_load_a_shared_object(tmp_path: Pa
     hostile = {f"{STD}pciBusID": A(string="0000:3b:00.0 -d /x/evil.so")}
     write_claims(tmp_path, {"c/r": [dm.Device("dra.net", "p", "eth1", hostile)]})
     done = cli("env", "--root", str(tmp_path), "--profile", "dpdk")
-    one_error(done, 65, "'eth1'", f"{STD}pciBusID", "no PCI address")
+    one_error(done, 65, "dra.net/p/eth1", f"{STD}pciBusID", "not a PCI address")
     assert "evil.so" in done.stderr  # named, escaped, never an argument
-    done = cli("get", "--root", str(tmp_path), "--claim", "c", "--request", "r", "pciBusID")
-    one_error(done, 65, "no PCI address")
+    for command in ("env", "get"):  # one message, whatever the door
+        args = ("--root", str(tmp_path), "--claim", "c", "--request", "r")
+        again = cli(command, *args, *(["pciBusID"] if command == "get" else []))
+        one_error(again, 65, "dra.net/p/eth1", f"{STD}pciBusID", "not a PCI address")
+        assert again.stderr == done.stderr.replace("profile dpdk: ", "")
 
 
 def test_alias_pci_address_is_normalised_into_dpdk(tmp_path: Path) -> None:
@@ -142,7 +145,7 @@ def test_doctor_does_not_hang_on_a_fifo_at_a_numa_node_path(tmp_path: Path) -> N
     done = cli("doctor", "--root", str(tmp_path / "m"), "--sys-root", str(sys_root), timeout=30)
     assert time.monotonic() - start < 20
     assert done.returncode == 1, done.stderr
-    assert "numa-node: expected node 0" in done.stdout
+    assert "numa-node: expected physical node 0" in done.stdout
     assert "found no readable numa_node file" in done.stdout
     assert stat.S_ISFIFO(os.stat(device / "numa_node").st_mode)  # left as it was
 
@@ -213,7 +216,7 @@ def test_a_huge_cpuset_costs_what_a_small_one_does(tmp_path: Path) -> None:
 
 
 def test_escape_sequences_in_a_pcie_root_are_escaped_in_the_heading(tmp_path: Path) -> None:
-    """A pcieRoot with OSC/CSI sequences and a newline prints escaped, on its own line."""
+    """A pcieRoot with OSC/CSI sequences and a newline is no root, and is named escaped."""
     evil = "pci0000:17\x1b]0;pwned\x07\x1b[2J\nNUMA node 9"
     device = dm.Device("gpu.example.com", "p", "g", {f"{STD}pcieRoot": A(string=evil)})
     write_claims(tmp_path, {"c/r": [device]})
@@ -223,8 +226,10 @@ def test_escape_sequences_in_a_pcie_root_are_escaped_in_the_heading(tmp_path: Pa
         assert "\x1b" not in done.stdout
         assert "\x07" not in done.stdout
         assert "NUMA node 9" not in done.stdout.splitlines()
-    tree = cli("topology", "--root", str(tmp_path), env={"COLUMNS": "200"}).stdout
-    assert "  PCIe root pci0000:17\\x1b]0;pwned\\x07\\x1b[2J\\nNUMA node 9\n" in tree
+    done = cli("topology", "--root", str(tmp_path), env={"COLUMNS": "200"})
+    assert "  no PCIe root\n" in done.stdout  # no root in the standard form: no root
+    assert "holds 'pci0000:17\\x1b]0;pwned\\x07\\x1b[2J\\nNUMA node 9'" in done.stderr
+    assert "\x1b" not in done.stderr
 
 
 def test_a_device_listed_twice_is_a_problem_counted_once(tmp_path: Path) -> None:
