@@ -115,6 +115,16 @@ def test_attribute_names_read_as_written(attribute: str, expected: str) -> None:
     assert snake_name(attribute) == expected
 
 
+def test_the_docs_table_of_names_is_what_env_writes() -> None:
+    """Every row of the attribute -> variable table in docs/env.md is snake_name()'s answer."""
+    text = (Path(__file__).parent.parent / "docs" / "env.md").read_text(encoding="utf-8")
+    table = text[text.index("| attribute | variable |") :].split("\n\n", 1)[0]
+    rows = [line.split("|")[1:3] for line in table.splitlines()[2:]]
+    pairs = [(name.strip(" `"), variable.strip(" `")) for name, variable in rows]
+    assert len(pairs) >= 10
+    assert [(name, snake_name(name)) for name, _ in pairs] == pairs
+
+
 def test_names_from_the_real_drivers_tree_read_as_written() -> None:
     """dra-driver-cpu's numCPUs and the SR-IOV driver's PFName, as env writes them."""
     found = dm.env_vars(root=SAMPLE_ROOT.parent / "real-drivers-tree")
