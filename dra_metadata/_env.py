@@ -38,14 +38,15 @@ node ("no NUMA affinity") is no node: it gives no variable at all. A
 ``pciBusID`` or ``pcieRoot`` not in its standard form is refused with
 :class:`~dra_metadata.MalformedAttributeError`, as ``get`` refuses it.
 
-``<ATTR>`` is the attribute's local name in UPPER_SNAKE (``pciBusID`` ->
-``PCI_BUS_ID``: a capital after a lower-case letter or digit, or a capital
-followed by a lower-case letter after another capital, starts a word). It is
-qualified with the domain (``resource.kubernetes.io/pciBusID`` ->
-``RESOURCE_KUBERNETES_IO_PCI_BUS_ID``) when two attributes of the request share
-the local name, when the name is one of the fixed ones above, or when it would
-start with a digit. The choice is made once per request, so every device names
-an attribute the same way.
+``<ATTR>`` is the attribute's local name in UPPER_SNAKE, split as it reads
+(``pciBusID`` -> ``PCI_BUS_ID``, ``numCPUs`` -> ``NUM_CPUS``, ``HTTPServer`` ->
+``HTTP_SERVER``: a capital after a lower-case letter or digit starts a word, and
+so does the last capital of a run when two or more lower-case letters follow it;
+see :func:`snake_name`). It is qualified with the domain
+(``resource.kubernetes.io/pciBusID`` -> ``RESOURCE_KUBERNETES_IO_PCI_BUS_ID``)
+when two attributes of the request share the local name, when the name is one of
+the fixed ones above, or when it would start with a digit. The choice is made once
+per request, so every device names an attribute the same way.
 
 Values: integers in decimal, booleans ``true``/``false``, strings and versions as
 written, lists joined with ``,`` (use the JSON output when an element may hold a
@@ -202,14 +203,19 @@ _BYTE_CLASS: Final = _byte_table(
 
 
 def snake_name(text: str) -> str:
-    """A camelCase (or any) attribute name in UPPER_SNAKE.
+    """A camelCase (or any) attribute name in UPPER_SNAKE, split where a reader splits it.
 
-    A capital starts a word after a lower-case letter or a digit, and after
-    another capital when a lower-case letter follows it; the words are then
-    joined with ``_`` and made an :func:`env_name`.
+    A capital starts a word after a lower-case letter or a digit. In a run of
+    capitals, the last one starts a word only when two or more lower-case letters
+    follow it (``HTTPServer``, ``PFName``), so a run keeps a plural ``s`` or a
+    one-letter tail (``numCPUs``, ``vfIDs``, ``IPv4Address``, ``PCIe``). Digits stay
+    with the word they end. The words are joined with ``_`` and made an
+    :func:`env_name`.
 
     >>> snake_name("numaNodeID"), snake_name("gpu0Memory"), snake_name("HTTPServer")
     ('NUMA_NODE_ID', 'GPU0_MEMORY', 'HTTP_SERVER')
+    >>> snake_name("numCPUs"), snake_name("vfIDs"), snake_name("IPv4Address")
+    ('NUM_CPUS', 'VF_IDS', 'IPV4_ADDRESS')
     """
     raw = _ascii(text)
     classes = raw.translate(_BYTE_CLASS)
@@ -218,7 +224,7 @@ def snake_name(text: str) -> str:
     at = classes.find(b"U", 1)
     while at != -1:  # from capital to capital, in C between them
         before = classes[at - 1 : at]
-        if before in b"ld" or (before == b"U" and classes[at + 1 : at + 2] == b"l"):
+        if before in b"ld" or (before == b"U" and classes.startswith(b"ll", at + 1)):
             words.append(raw[start:at])
             start = at
         at = classes.find(b"U", at + 1)
