@@ -16,11 +16,11 @@ a driver that enables device metadata, for drivers written in Python:
 * generations (1 at prepare, one more at every update), the two ways an update
   reaches the file (an atomic replace, as v1.37 writes; a rewrite of the same
   inode, as v1.36 did), and the cleanup at unprepare;
-* crash-safe file writing, which the testing kit uses too;
 * running as root on a node whose inputs come from whoever creates claims:
   every directory below the two configured roots is opened, made, re-moded and
-  removed relative to a directory descriptor, never through a link; calls on one
-  claim are serialised by a lock file, and a state file keeps the generations
+  removed relative to a directory descriptor, never through a link, and every
+  file written crash-safely (:mod:`._safedir`, which the testing kit uses too);
+  calls on one claim are serialised by a lock file, and a state file keeps the generations
   growing across crashes (both in ``<plugin data dir>/dra-metadata-publisher``); what a call
   accepts is what the readers accept, checked by the readers' own code.
 
@@ -31,9 +31,7 @@ readers check them, as Kubernetes makes them, plus the rules CDI has for its nam
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
@@ -44,7 +42,6 @@ from ._errors import (
     InvalidNameError,
     MetadataNotFoundError,
     PublishError,
-    os_reason,
 )
 from ._field_error import go_quote
 from ._formats import (
@@ -72,6 +69,7 @@ from ._paths import (
     resource_claim_template_file_path,
 )
 from ._read import DEFAULT_MAX_SIZE, decode_file
+from ._safedir import TEMP_SUFFIX, SafeDir, made
 from ._versions import API_VERSIONS, NEWEST
 
 __all__ = [
@@ -82,9 +80,6 @@ __all__ = [
     "ClaimRef",
     "MetadataPublisher",
     "UpdateMode",
-    "make_dirs",
-    "replace_file",
-    "rewrite_in_place",
 ]
 
 #: Where the kubelet plugin library writes CDI specs unless told otherwise.
@@ -105,15 +100,11 @@ PUBLISHER_STATE_SUBDIR: Final = "dra-metadata-publisher"
 UpdateMode: TypeAlias = Literal["replace", "in-place"]
 
 _UPDATE_MODES: Final = ("replace", "in-place")
-_FILE_MODE: Final = 0o644
-_DIR_MODE: Final = 0o755
 _CDI_CLASS: Final = "metadata"
 _CDI_SUFFIX: Final = ".json"
 _LOCK_SUFFIX: Final = ".lock"
 _STATE_SUFFIX: Final = ".state"
-_TEMP_SUFFIX: Final = ".tmp"
 _INT64_MAX: Final = 2**63 - 1
-_FALLOC_FL_KEEP_SIZE: Final = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -619,12 +610,12 @@ class MetadataPublisher:
         """Hold ``claim``'s lock (created if needed) and yield its state; clean temporaries."""
         import fcntl
 
-        root = _Dir.open_root(self.plugin_data_dir, what, create=create)
+        root = SafeDir.open_root(self.plugin_data_dir, what, create=create)
         if root is None:  # nothing was ever written here (unprepare only)
             self._clean_cdi(claim, specs=False)
             yield _State(None, claim, what)
             return
-        with root, _made(root.child(PUBLISHER_STATE_SUBDIR, create=True)) as own:
+        with root, made(root.child(PUBLISHER_STATE_SUBDIR, create=True)) as own:
             name = f"{claim.directory}{_LOCK_SUFFIX}"
             while True:
                 fd = own.open_file(name, os.O_RDWR | os.O_CREAT, 0o600)
@@ -658,15 +649,17 @@ class MetadataPublisher:
         with found:
             return found.read(NODE_METADATA_FILE)
 
-    def _request_dir(self, claim: ClaimRef, base: str, what: str, *, create: bool) -> _Dir | None:
+    def _request_dir(
+        self, claim: ClaimRef, base: str, what: str, *, create: bool
+    ) -> SafeDir | None:
         claim_dir = self._claim_dir(claim, what, create=create)
         if claim_dir is None:
             return None
         with claim_dir:
             return claim_dir.child(base, create=create)
 
-    def _claim_dir(self, claim: ClaimRef, what: str, *, create: bool) -> _Dir | None:
-        root = _Dir.open_root(self.plugin_data_dir, what, create=create)
+    def _claim_dir(self, claim: ClaimRef, what: str, *, create: bool) -> SafeDir | None:
+        root = SafeDir.open_root(self.plugin_data_dir, what, create=create)
         if root is None:
             return None
         with root:
@@ -693,14 +686,14 @@ class MetadataPublisher:
     def _clean_cdi(self, claim: ClaimRef, *, specs: bool) -> None:
         """Remove the claim's CDI temporaries (and, with ``specs``, its spec files)."""
         what = "clean up device metadata"
-        cdi = _Dir.open_root(self.cdi_dir, what, create=False)
+        cdi = SafeDir.open_root(self.cdi_dir, what, create=False)
         if cdi is None:
             return
         prefix = f"{self.driver}_{_CDI_CLASS}_{claim.uid}_"
         with cdi:
             for name in cdi.names():
                 spec = name[1:].partition(f"{_CDI_SUFFIX}.")[0] + _CDI_SUFFIX
-                if name.startswith(".") and name.endswith(".tmp"):
+                if name.startswith(".") and name.endswith(TEMP_SUFFIX):
                     if _is_spec_name(spec, prefix):
                         cdi.remove_temporaries(spec)
                 elif specs and _is_spec_name(name, prefix):
@@ -760,7 +753,7 @@ class MetadataPublisher:
         spec = self.cdi_spec(claim, request)
         path = self.cdi_spec_path(claim, request)
         data = _go_escape(json.dumps(spec, indent=2, ensure_ascii=False)).encode("utf-8")
-        cdi = _Dir.open_root(self.cdi_dir, "create CDI directory", create=True)
+        cdi = SafeDir.open_root(self.cdi_dir, "create CDI directory", create=True)
         assert cdi is not None  # created
         with cdi:
             cdi.what = "write CDI spec file"
@@ -782,7 +775,7 @@ class MetadataPublisher:
                     claim_dir.rmdir(base)
                 if not claim_dir.names():
                     claim_dir.remove_self()
-        cdi = _Dir.open_root(self.cdi_dir, what, create=False)
+        cdi = SafeDir.open_root(self.cdi_dir, what, create=False)
         if cdi is not None:
             with cdi:
                 cdi.unlink_regular(self._cdi_spec_name(claim, request))
@@ -791,7 +784,7 @@ class MetadataPublisher:
 class _State:
     """A claim's state file, read under its lock: the highest generation of each request."""
 
-    def __init__(self, own: _Dir | None, claim: ClaimRef, what: str) -> None:
+    def __init__(self, own: SafeDir | None, claim: ClaimRef, what: str) -> None:
         self._own = own
         self._name = f"{claim.directory}{_STATE_SUFFIX}"
         #: base request -> (highest generation written or about to be, podClaimName written)
@@ -950,397 +943,3 @@ def _cdi_version(device_name: str) -> str:
     with something other than a letter needs more than 0.3.0: 0.5.0.
     """
     return "0.3.0" if _is_letter(device_name[0]) else "0.5.0"
-
-
-# --- files, relative to directories opened without following links ---------------------------
-
-_O_DIR: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-_O_NOFOLLOW_DIR: Final = _O_DIR | os.O_NOFOLLOW
-
-
-def _describe(err: OSError, path: str) -> str:
-    """``<path>: <reason>``, naming the target even when a temporary file failed."""
-    return f"{path}: {os_reason(err)}"
-
-
-class _Dir:
-    """An open directory, the path it was reached by, and what the caller is doing.
-
-    Every child is opened relative to it with ``O_NOFOLLOW | O_DIRECTORY``, every
-    file created, replaced, read, re-moded and removed relative to it: a link or
-    a swapped path can never lead a call outside the directories it started from.
-    A failure is a :class:`PublishError` ``<what>: <path>: <reason>``.
-    """
-
-    def __init__(self, fd: int, path: str, what: str) -> None:
-        self.fd = fd
-        self.path = path
-        self.what = what
-        self._parent: tuple[int, str] | None = None
-
-    def __enter__(self) -> _Dir:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the descriptor (and the parent's kept for :meth:`remove_self`)."""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-        if self._parent is not None:
-            os.close(self._parent[0])
-            self._parent = None
-
-    def _fail(self, err: OSError, name: str | None = None) -> PublishError:
-        path = self.path if name is None else os.path.join(self.path, name)
-        return PublishError(f"{self.what}: {_describe(err, path)}", path=path)
-
-    def _refuse(self, name: str, reason: str) -> PublishError:
-        path = os.path.join(self.path, name)
-        return PublishError(
-            f"{self.what}: {path}: {reason}: refused, nothing is written, read or removed "
-            "through it",
-            path=path,
-        )
-
-    @classmethod
-    def open_root(cls, root: str, what: str, *, create: bool) -> _Dir | None:
-        """One of the configured roots (links in it followed, as the operator set them)."""
-        try:
-            try:
-                fd = os.open(root, _O_DIR)
-            except FileNotFoundError:
-                if not create:
-                    return None
-                make_dirs(root)
-                fd = os.open(root, _O_DIR)
-        except OSError as err:
-            raise PublishError(f"{what}: {_describe(err, root)}", path=root) from err
-        return cls(fd, root, what)
-
-    def child(self, name: str, *, create: bool, strict: bool = True) -> _Dir | None:
-        """The subdirectory ``name`` (made 0755 when missing and ``create``), or None.
-
-        A link or another kind of file where the directory belongs is refused
-        (``strict``), or is None (not ``strict``).
-        """
-        try:
-            fd = _open_dir_at(self.fd, name, create=create)
-        except NotADirectoryError as err:
-            if not strict:
-                return None
-            raise self._refuse(name, "not a directory (a link or another file)") from err
-        except OSError as err:
-            raise self._fail(err, name) from err
-        if fd is None:
-            return None
-        found = _Dir(fd, os.path.join(self.path, name), self.what)
-        found._parent = (os.dup(self.fd), name)
-        return found
-
-    def names(self) -> list[str]:
-        """The names in the directory, sorted."""
-        try:
-            return sorted(os.listdir(self.fd))
-        except OSError as err:
-            raise self._fail(err) from err
-
-    def lstat(self, name: str) -> os.stat_result | None:
-        """``name``'s own status (a link not followed), or None when missing."""
-        try:
-            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return None
-        except OSError as err:
-            raise self._fail(err, name) from err
-
-    def _check_target(self, name: str, info: os.stat_result | None) -> None:
-        if info is None:
-            return
-        if not stat.S_ISREG(info.st_mode):
-            raise self._refuse(name, "not a regular file (a link, directory or device)")
-        if info.st_nlink > 1:
-            raise self._refuse(name, f"a file with {info.st_nlink} links (a hard link)")
-
-    def open_file(self, name: str, flags: int, mode: int = _FILE_MODE) -> int:
-        """Open a regular file with one link, never through a link, never blocking on a FIFO."""
-        try:
-            fd = os.open(
-                name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=self.fd
-            )
-        except OSError as err:
-            if err.errno == errno.ELOOP:
-                raise self._refuse(name, "a link") from err
-            raise self._fail(err, name) from err
-        try:
-            self._check_target(name, os.fstat(fd))
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def same_file(self, name: str, fd: int) -> bool:
-        """Whether ``name`` is still the file open as ``fd``."""
-        info = self.lstat(name)
-        mine = os.fstat(fd)
-        return info is not None and (info.st_dev, info.st_ino) == (mine.st_dev, mine.st_ino)
-
-    def read(self, name: str) -> bytes | None:
-        """The bytes of the regular file ``name`` (None when missing), up to the readers' limit."""
-        try:
-            fd = self.open_file(name, os.O_RDONLY)
-        except PublishError as err:
-            if isinstance(err.__cause__, FileNotFoundError):
-                return None
-            raise
-        try:
-            chunks: list[bytes] = []
-            size = 0
-            while size <= DEFAULT_MAX_SIZE:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    return b"".join(chunks)
-                chunks.append(chunk)
-                size += len(chunk)
-        except OSError as err:
-            raise self._fail(err, name) from err
-        finally:
-            os.close(fd)
-        raise self._refuse(name, f"larger than the readers' limit of {DEFAULT_MAX_SIZE} bytes")
-
-    def replace(self, name: str, data: bytes, *, mode: int = _FILE_MODE) -> None:
-        """Replace ``name`` atomically: a temporary ``.<name>.<random>.tmp``, fsync, rename."""
-        self._check_target(name, self.lstat(name))
-        temp = f".{name}.{os.urandom(4).hex()}{_TEMP_SUFFIX}"
-        try:
-            try:
-                fd = os.open(
-                    temp,
-                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                    mode,
-                    dir_fd=self.fd,
-                )
-            except OSError as err:
-                raise self._fail(err, name) from err
-            try:
-                _write_all(fd, data)
-                os.fchmod(fd, mode)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
-        except OSError as err:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=self.fd)
-            raise self._fail(err, name) from err
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=self.fd)
-            raise
-        try:
-            os.fsync(self.fd)
-        except OSError as err:
-            raise self._fail(err) from err
-
-    def rewrite(self, name: str, data: bytes) -> None:
-        """Truncate ``name`` (created if missing, mode 0644) and write ``data`` into the same inode.
-
-        Room for ``data`` is reserved first where the file system can (``fallocate``
-        keeping the size): a full disk fails the write before the old content is
-        truncated.
-        """
-        fd = self.open_file(name, os.O_WRONLY | os.O_CREAT)
-        try:
-            _reserve(fd, len(data))
-            os.ftruncate(fd, 0)
-            os.fchmod(fd, _FILE_MODE)
-            _write_all(fd, data)
-            os.fsync(fd)
-        except OSError as err:
-            raise self._fail(err, name) from err
-        finally:
-            os.close(fd)
-
-    def unlink_regular(self, name: str) -> bool:
-        """Remove ``name`` if it is a regular file with one link; True if removed."""
-        info = self.lstat(name)
-        if info is None or not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
-            return False
-        self.unlink(name)
-        return True
-
-    def unlink(self, name: str) -> None:
-        """Remove the file ``name`` (gone already is fine)."""
-        try:
-            os.unlink(name, dir_fd=self.fd)
-        except FileNotFoundError:
-            pass
-        except OSError as err:
-            raise self._fail(err, name) from err
-
-    def rmdir(self, name: str) -> None:
-        """Remove the empty directory ``name`` (gone already is fine)."""
-        try:
-            os.rmdir(name, dir_fd=self.fd)
-        except FileNotFoundError:
-            pass
-        except OSError as err:
-            raise self._fail(err, name) from err
-
-    def remove_self(self) -> None:
-        """Remove this directory, when empty, through the parent it was opened from."""
-        if self._parent is None:
-            return
-        parent_fd, name = self._parent
-        info = self.lstat(".")
-        try:
-            here = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return
-        if info is None or (here.st_dev, here.st_ino) != (info.st_dev, info.st_ino):
-            return  # moved away since it was opened: not ours to remove there
-        try:
-            os.rmdir(name, dir_fd=parent_fd)
-        except (FileNotFoundError, OSError) as err:
-            if err.errno not in (errno.ENOENT, errno.ENOTEMPTY, errno.EEXIST):
-                raise self._fail(err) from err
-
-    def remove_temporaries(self, name: str) -> None:
-        """Remove the temporaries ``.<name>.<random>.tmp`` that interrupted writes left."""
-        prefix = f".{name}."
-        for entry in self.names():
-            if entry.startswith(prefix) and entry.endswith(_TEMP_SUFFIX):
-                self.unlink_regular(entry)
-
-
-def _made(directory: _Dir | None) -> _Dir:
-    """A directory opened with ``create=True`` (never None)."""
-    assert directory is not None
-    return directory
-
-
-def _open_dir_at(parent: int, name: str, *, create: bool) -> int | None:
-    """``openat(parent, name, O_NOFOLLOW|O_DIRECTORY)``, made 0755 first if missing and ``create``.
-
-    ``NotADirectoryError`` for a link or another file there; None when missing
-    and not ``create``. A directory made here is re-moded through its descriptor,
-    and only while it is empty and ours: a directory swapped in is never touched.
-    """
-    created = False
-    if create:
-        try:
-            os.mkdir(name, _DIR_MODE, dir_fd=parent)
-            created = True
-        except FileExistsError:
-            pass
-    try:
-        fd = os.open(name, _O_NOFOLLOW_DIR, dir_fd=parent)
-    except FileNotFoundError:
-        if create:
-            raise
-        return None
-    except OSError as err:
-        if err.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise NotADirectoryError(err.errno, os.strerror(err.errno), name) from err
-        raise
-    if created:
-        try:
-            info = os.fstat(fd)
-            if (
-                stat.S_IMODE(info.st_mode) != _DIR_MODE
-                and info.st_uid == os.geteuid()
-                and not os.listdir(fd)
-            ):
-                os.fchmod(fd, _DIR_MODE)
-        except BaseException:
-            os.close(fd)
-            raise
-    return fd
-
-
-def make_dirs(directory: str | os.PathLike[str]) -> None:
-    """Create ``directory`` and its missing parents, each mode 0755 whatever the umask.
-
-    The nearest existing ancestor is opened as it is (links followed: it is the
-    caller's); below it, each directory is made and opened relative to its
-    parent without following links, so a link planted or swapped in on the way
-    is an error (``NotADirectoryError``), never followed.
-    """
-    current = os.path.abspath(os.fspath(directory))
-    missing: list[str] = []
-    while not os.path.exists(current):
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        missing.append(os.path.basename(current))
-        current = parent
-    fd = os.open(current, _O_DIR)
-    try:
-        for name in reversed(missing):
-            child = _open_dir_at(fd, name, create=True)
-            assert child is not None  # created
-            os.close(fd)
-            fd = child
-    finally:
-        os.close(fd)
-
-
-def _parent_dir(path: str | os.PathLike[str], what: str) -> tuple[_Dir, str]:
-    target = os.path.abspath(os.fspath(path))
-    directory, name = os.path.split(target)
-    try:
-        fd = os.open(directory, _O_DIR)
-    except OSError as err:
-        err.filename = target
-        raise
-    return _Dir(fd, directory, what), name
-
-
-def replace_file(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically: a reader sees the old file or the new, whole.
-
-    A temporary file in the same directory (``.<name>.<random>.tmp``) gets the
-    data, mode 0644, and an fsync; it is renamed over ``path``; the directory is
-    fsynced so the rename survives a crash. On any failure the temporary file is
-    removed and the old file is untouched. A link, a directory or a file with
-    more than one link at ``path`` is refused (:class:`PublishError`).
-    """
-    directory, name = _parent_dir(path, "write file")
-    with directory:
-        directory.replace(name, data)
-
-
-def rewrite_in_place(path: str | os.PathLike[str], data: bytes) -> None:
-    """Truncate ``path`` (created if missing, mode 0644) and write ``data`` into the same inode.
-
-    What Go's ``os.WriteFile`` does: a bind mount of the file shows the new
-    content at once, and a reader racing the write can see it empty or half
-    written. A link, a file of another kind, or one with more than one link is
-    refused (:class:`PublishError`), never written through.
-    """
-    directory, name = _parent_dir(path, "write file")
-    with directory:
-        directory.rewrite(name, data)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _reserve(fd: int, size: int) -> None:
-    """Reserve ``size`` bytes of room for ``fd`` without changing its size, where supported."""
-    if size == 0:
-        return
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    fallocate = libc.fallocate
-    fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
-    if fallocate(fd, _FALLOC_FL_KEEP_SIZE, 0, size) != 0:
-        code = ctypes.get_errno()
-        if code not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
-            raise OSError(code, os.strerror(code))

@@ -81,8 +81,9 @@ from ._paths import (
     check_name,
     request_base,
 )
-from ._publish import ClaimRef, MetadataPublisher, replace_file, rewrite_in_place
-from ._publish import make_dirs as _make_dirs
+from ._publish import ClaimRef, MetadataPublisher
+from ._safedir import make_dirs as _make_dirs
+from ._safedir import replace_file, rewrite_in_place
 
 __all__ = [
     "HOST_METADATA_FILE",

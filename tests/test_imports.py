@@ -118,6 +118,26 @@ def test_the_watcher_loads_on_first_use_only() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_a_watch_loads_only_the_backend_it_opens() -> None:
+    """Loading the watcher loads no backend; opening one loads that backend alone."""
+    probe = (
+        "import sys\n"
+        "from dra_metadata._watch._backends import open_notifier\n"
+        "names = ('inotify', 'polling', 'watchfiles')\n"
+        "def loaded():\n"
+        "    return [n for n in names if f'dra_metadata._watch._backends.{n}' in sys.modules]\n"
+        "import dra_metadata as dm\n"
+        "dm.watch\n"
+        "assert loaded() == [], loaded()\n"
+        "open_notifier('polling').close()\n"
+        "assert loaded() == ['polling'], loaded()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_watching_with_inotify_loads_no_heavy_dependency() -> None:
     """watch() and wait_for() on Linux use inotify: no watchfiles, pydantic or semver."""
     code = f"""

@@ -53,8 +53,9 @@ The modules, each importing only those above it:
 * :mod:`._events`: :class:`WatchEventKind` and :class:`WatchEvent`;
 * :mod:`._conditions`: what :func:`wait_for` waits for;
 * :mod:`._state`: :class:`FileState`, the per-file decisions (no I/O);
-* :mod:`._backends`: the :class:`~._backends.Notifier` protocol, the choice
-  of backend, and one module per backend;
+* :mod:`._backends`: the :class:`~._backends.Notifier` protocol and what the
+  backends share (``base``), one module per backend, and the choice of backend
+  (the package itself: the one place that imports a backend, when a watch opens it);
 * :mod:`._session`: the checked plan, the session that looks at the files,
   the run and its two drivers;
 * :mod:`._api`: the public functions and :class:`MetadataWatcher`.

@@ -37,7 +37,14 @@ from .._paths import (
 )
 from .._read import decode, merge, read_fd
 from .._select import Place, Question, ask, narrow, resolve
-from ._backends import Backend, BackendError, Notifier, check_backend, open_notifier
+from ._backends import (
+    Backend,
+    BackendError,
+    Notifier,
+    check_backend,
+    open_notifier,
+    polling_fallback,
+)
 from ._backends.base import CLOSE_WAIT, Writes
 from ._conditions import Condition
 from ._events import WatchEvent
@@ -908,8 +915,6 @@ class Run:
         The new notifier watches nothing yet; the next round, an overflow, puts
         every watch back and looks at everything, so nothing is missed.
         """
-        from ._backends.base import polling_fallback
-
         assert self.session is not None
         if self.options.backend != "auto":
             raise err

@@ -203,17 +203,17 @@ def test_a_backend_that_fails_mid_watch_hands_over_to_polling(
 ) -> None:
     """A notifier that breaks after the start: ``auto`` carries on by polling."""
     import dra_metadata._watch._session as session
-    from dra_metadata._watch._backends import base
+    from dra_metadata._watch import _backends as backends
 
     directory = request_dir(public_root)
     write(directory / FILE, md(1))
 
-    class Breaking(base.BackendError):
+    class Breaking(backends.BackendError):
         pass
 
-    real_open = base.open_notifier
+    real_open = backends.open_notifier
 
-    def open_breaking(backend: base.Backend) -> base.Notifier:
+    def open_breaking(backend: backends.Backend) -> backends.Notifier:
         notifier = real_open("polling")
 
         def broken(timeout: float) -> tuple[set[str], bool]:

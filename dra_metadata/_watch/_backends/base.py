@@ -1,35 +1,21 @@
-"""The contract between a watch session and a backend, and the choice of backend.
+"""The contract between a watch session and a backend, and what they share.
 
 A backend only says *which watched path* saw something (or that
 notifications were lost); the session finds out what happened by looking at
-the path again. :class:`Notifier` is that contract; :func:`open_notifier`
-turns the ``backend=`` string into an open notifier, importing the backend's
-module only then.
+the path again. :class:`Notifier` is that contract; :class:`Writes`,
+:data:`CLOSE_WAIT`, :class:`BackendError` and :func:`one_line_reason` are what
+the session and the backends share. Every backend imports this module and
+this module imports no backend: which one a watch opens is decided in the
+package (:func:`~dra_metadata._watch._backends.open_notifier`).
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal, Protocol, TypeAlias, get_args, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from ..._errors import DRAMetadataError
 
-__all__ = [
-    "BACKENDS",
-    "CLOSE_WAIT",
-    "Backend",
-    "BackendError",
-    "Notifier",
-    "Writes",
-    "check_backend",
-    "open_notifier",
-    "polling_fallback",
-]
-
-#: Which notification mechanism a watch uses. ``"auto"``: inotify on Linux, else
-#: watchfiles, else polling (when neither can start, e.g. inotify instances used up).
-Backend: TypeAlias = Literal["auto", "inotify", "watchfiles", "polling"]
-#: The values of :data:`Backend`, in the order error messages list them.
-BACKENDS: Final[tuple[Backend, ...]] = get_args(Backend)
+__all__ = ["CLOSE_WAIT", "BackendError", "Notifier", "Writes", "one_line_reason"]
 
 
 #: Seconds a change waits for its writer's close before it is read the way a change
@@ -144,61 +130,7 @@ class Notifier(Protocol):
         """Release everything; safe to call twice, and from another thread than :meth:`wait`."""
 
 
-def check_backend(backend: str) -> Backend:
-    """``backend`` as a :data:`Backend`; :class:`ValueError` when it names none."""
-    if backend not in BACKENDS:
-        *others, last = (repr(name) for name in BACKENDS)
-        raise ValueError(f"backend must be {', '.join(others)} or {last}, not {backend!r}")
-    return backend
-
-
-def open_notifier(backend: Backend) -> Notifier:
-    """An open notifier for ``backend``.
-
-    ``"auto"`` is inotify; where inotify cannot start (not Linux, or the
-    user's inotify instances are used up: ``fs.inotify.max_user_instances``)
-    watchfiles; where watchfiles cannot start either, polling. Each fallback
-    is said on the ``dra_metadata`` logger at INFO. ``"inotify"`` or
-    ``"watchfiles"`` asked for and unable to start raise :class:`BackendError`
-    (a :class:`~dra_metadata.DRAMetadataError`) with a one-line reason; no
-    exception of the backend's own escapes.
-    """
-    if backend == "polling":
-        from .polling import PollingNotifier
-
-        return PollingNotifier()
-    inotify_problem = "not tried"
-    if backend in ("auto", "inotify"):
-        from .inotify import Inotify, InotifyUnavailableError
-
-        try:
-            return Inotify()
-        except InotifyUnavailableError as err:
-            if backend == "inotify":
-                raise BackendError(f"cannot watch with inotify: {_reason(err)}") from None
-            inotify_problem = _reason(err)
-    from .watchfiles import WatchfilesNotifier
-
-    try:
-        return WatchfilesNotifier()
-    except BackendError as err:
-        if backend == "watchfiles":
-            raise
-        return polling_fallback(f"inotify: {inotify_problem}; {err}")
-
-
-def polling_fallback(why: str) -> Notifier:
-    """A polling notifier for ``"auto"``, once the others failed; ``why`` goes to the log."""
-    from ..._log import logger
-    from .polling import INTERVAL, PollingNotifier
-
-    logger().info(
-        "cannot watch with a notification backend (%s); polling every %gs instead", why, INTERVAL
-    )
-    return PollingNotifier()
-
-
-def _reason(err: BaseException) -> str:
-    """``err`` as one short line."""
+def one_line_reason(err: BaseException) -> str:
+    """``err`` as one short line (its type's name when it has no message)."""
     text = str(err) or type(err).__name__
     return " ".join(text.split())

@@ -22,8 +22,9 @@ the file, with one read. Only what can change the content wakes a watch up: an
 open, or a read by anyone (the watch's own reads included), does not, and of the
 writes of one overwrite only the first does (the close follows).
 
-Importing this module loads ``ctypes``; :func:`~.base.open_notifier` imports
-it only when a watch starts.
+Importing this module loads ``ctypes``; the package's
+:func:`~dra_metadata._watch._backends.open_notifier` imports it only when a
+watch starts.
 """
 
 from __future__ import annotations

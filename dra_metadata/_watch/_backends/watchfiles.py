@@ -14,7 +14,7 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Final
 
-from .base import BackendError, Writes, _reason
+from .base import BackendError, Writes, one_line_reason
 
 if TYPE_CHECKING:
     from watchfiles import Change
@@ -48,7 +48,7 @@ class WatchfilesNotifier:
             with RustNotify([os.path.abspath(os.sep)], False, False, 300, False, False):
                 pass
         except Exception as err:  # the Rust side raises its own errors, ImportError ...
-            raise BackendError(f"cannot watch with watchfiles: {_reason(err)}") from None
+            raise BackendError(f"cannot watch with watchfiles: {one_line_reason(err)}") from None
         self._watchfiles = watchfiles
         self._paths: dict[str, str] = {}  # absolute path -> key the session knows it by
         self._gen: Generator[set[tuple[Change, str]], None, None] | None = None
@@ -112,7 +112,7 @@ class WatchfilesNotifier:
             return self._watch(timeout)
         except Exception as err:  # WatchfilesRustInternalError, OSError ...
             self._stop()
-            raise BackendError(f"watching with watchfiles failed: {_reason(err)}") from None
+            raise BackendError(f"watching with watchfiles failed: {one_line_reason(err)}") from None
 
     def _watch(self, timeout: float) -> tuple[set[str], bool]:
         restarted = False

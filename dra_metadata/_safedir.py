@@ -1,0 +1,442 @@
+"""Files on the node, reached only through directories opened without following links.
+
+The publisher runs as root on a node where whoever creates claims chooses
+names, and a local user may plant a link or swap a directory while a call
+runs. This module is the layer that keeps such a call inside the directories
+it started from:
+
+* a configured root is opened as the operator set it (links in it followed);
+  every directory below it is opened with ``O_NOFOLLOW | O_DIRECTORY``
+  relative to its parent's descriptor, made 0755 when asked, and re-moded
+  only while it is empty and ours;
+* every file is created, read, replaced (a temporary ``.<name>.<random>.tmp``,
+  fsync, rename, fsync of the directory), rewritten in place, re-moded and
+  removed relative to its directory's descriptor; a link, a file of another
+  kind, a FIFO or a file with a second hard link where a file belongs is
+  refused, never written, read or removed through;
+* a directory removes itself only through the parent it was opened from, and
+  only while the parent's entry is still the directory it opened.
+
+A :class:`SafeDir` call that fails raises :class:`~dra_metadata.PublishError`
+``<what>: <path>: <reason>``: ``<what>`` is what the caller is doing, ``<path>``
+the target (never a temporary name). :func:`replace_file`,
+:func:`rewrite_in_place` and :func:`make_dirs` are the layer's one-call forms,
+which the testing kit uses too; :func:`make_dirs` raises the ``OSError`` itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from typing import Final
+
+from ._errors import PublishError, os_reason
+from ._read import DEFAULT_MAX_SIZE
+
+__all__ = [
+    "TEMP_SUFFIX",
+    "SafeDir",
+    "made",
+    "make_dirs",
+    "replace_file",
+    "rewrite_in_place",
+]
+
+#: How a replace's temporary file ends (``.<name>.<random>.tmp``); one left is a killed write's.
+TEMP_SUFFIX: Final = ".tmp"
+_FILE_MODE: Final = 0o644
+_DIR_MODE: Final = 0o755
+_FALLOC_FL_KEEP_SIZE: Final = 1
+
+_O_DIR: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_O_NOFOLLOW_DIR: Final = _O_DIR | os.O_NOFOLLOW
+
+
+def _describe(err: OSError, path: str) -> str:
+    """``<path>: <reason>``, naming the target even when a temporary file failed."""
+    return f"{path}: {os_reason(err)}"
+
+
+class SafeDir:
+    """An open directory, the path it was reached by, and what the caller is doing.
+
+    Every child is opened relative to it with ``O_NOFOLLOW | O_DIRECTORY``, every
+    file created, replaced, read, re-moded and removed relative to it: a link or
+    a swapped path can never lead a call outside the directories it started from.
+    A failure is a :class:`PublishError` ``<what>: <path>: <reason>``.
+    """
+
+    def __init__(self, fd: int, path: str, what: str) -> None:
+        self.fd = fd
+        self.path = path
+        self.what = what
+        self._parent: tuple[int, str] | None = None
+
+    def __enter__(self) -> SafeDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the descriptor (and the parent's kept for :meth:`remove_self`)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if self._parent is not None:
+            os.close(self._parent[0])
+            self._parent = None
+
+    def _fail(self, err: OSError, name: str | None = None) -> PublishError:
+        path = self.path if name is None else os.path.join(self.path, name)
+        return PublishError(f"{self.what}: {_describe(err, path)}", path=path)
+
+    def _refuse(self, name: str, reason: str) -> PublishError:
+        path = os.path.join(self.path, name)
+        return PublishError(
+            f"{self.what}: {path}: {reason}: refused, nothing is written, read or removed "
+            "through it",
+            path=path,
+        )
+
+    @classmethod
+    def open_root(cls, root: str, what: str, *, create: bool) -> SafeDir | None:
+        """One of the configured roots (links in it followed, as the operator set them)."""
+        try:
+            try:
+                fd = os.open(root, _O_DIR)
+            except FileNotFoundError:
+                if not create:
+                    return None
+                make_dirs(root)
+                fd = os.open(root, _O_DIR)
+        except OSError as err:
+            raise PublishError(f"{what}: {_describe(err, root)}", path=root) from err
+        return cls(fd, root, what)
+
+    def child(self, name: str, *, create: bool, strict: bool = True) -> SafeDir | None:
+        """The subdirectory ``name`` (made 0755 when missing and ``create``), or None.
+
+        A link or another kind of file where the directory belongs is refused
+        (``strict``), or is None (not ``strict``).
+        """
+        try:
+            fd = _open_dir_at(self.fd, name, create=create)
+        except NotADirectoryError as err:
+            if not strict:
+                return None
+            raise self._refuse(name, "not a directory (a link or another file)") from err
+        except OSError as err:
+            raise self._fail(err, name) from err
+        if fd is None:
+            return None
+        found = SafeDir(fd, os.path.join(self.path, name), self.what)
+        found._parent = (os.dup(self.fd), name)
+        return found
+
+    def names(self) -> list[str]:
+        """The names in the directory, sorted."""
+        try:
+            return sorted(os.listdir(self.fd))
+        except OSError as err:
+            raise self._fail(err) from err
+
+    def lstat(self, name: str) -> os.stat_result | None:
+        """``name``'s own status (a link not followed), or None when missing."""
+        try:
+            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise self._fail(err, name) from err
+
+    def _check_target(self, name: str, info: os.stat_result | None) -> None:
+        if info is None:
+            return
+        if not stat.S_ISREG(info.st_mode):
+            raise self._refuse(name, "not a regular file (a link, directory or device)")
+        if info.st_nlink > 1:
+            raise self._refuse(name, f"a file with {info.st_nlink} links (a hard link)")
+
+    def open_file(self, name: str, flags: int, mode: int = _FILE_MODE) -> int:
+        """Open a regular file with one link, never through a link, never blocking on a FIFO."""
+        try:
+            fd = os.open(
+                name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=self.fd
+            )
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise self._refuse(name, "a link") from err
+            raise self._fail(err, name) from err
+        try:
+            self._check_target(name, os.fstat(fd))
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def same_file(self, name: str, fd: int) -> bool:
+        """Whether ``name`` is still the file open as ``fd``."""
+        info = self.lstat(name)
+        mine = os.fstat(fd)
+        return info is not None and (info.st_dev, info.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def read(self, name: str) -> bytes | None:
+        """The bytes of the regular file ``name`` (None when missing), up to the readers' limit."""
+        try:
+            fd = self.open_file(name, os.O_RDONLY)
+        except PublishError as err:
+            if isinstance(err.__cause__, FileNotFoundError):
+                return None
+            raise
+        try:
+            chunks: list[bytes] = []
+            size = 0
+            while size <= DEFAULT_MAX_SIZE:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError as err:
+            raise self._fail(err, name) from err
+        finally:
+            os.close(fd)
+        raise self._refuse(name, f"larger than the readers' limit of {DEFAULT_MAX_SIZE} bytes")
+
+    def replace(self, name: str, data: bytes, *, mode: int = _FILE_MODE) -> None:
+        """Replace ``name`` atomically: a temporary ``.<name>.<random>.tmp``, fsync, rename."""
+        self._check_target(name, self.lstat(name))
+        temp = f".{name}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
+        try:
+            try:
+                fd = os.open(
+                    temp,
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    mode,
+                    dir_fd=self.fd,
+                )
+            except OSError as err:
+                raise self._fail(err, name) from err
+            try:
+                _write_all(fd, data)
+                os.fchmod(fd, mode)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=self.fd)
+            raise self._fail(err, name) from err
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=self.fd)
+            raise
+        try:
+            os.fsync(self.fd)
+        except OSError as err:
+            raise self._fail(err) from err
+
+    def rewrite(self, name: str, data: bytes) -> None:
+        """Truncate ``name`` (created if missing, mode 0644) and write ``data`` into the same inode.
+
+        Room for ``data`` is reserved first where the file system can (``fallocate``
+        keeping the size): a full disk fails the write before the old content is
+        truncated.
+        """
+        fd = self.open_file(name, os.O_WRONLY | os.O_CREAT)
+        try:
+            _reserve(fd, len(data))
+            os.ftruncate(fd, 0)
+            os.fchmod(fd, _FILE_MODE)
+            _write_all(fd, data)
+            os.fsync(fd)
+        except OSError as err:
+            raise self._fail(err, name) from err
+        finally:
+            os.close(fd)
+
+    def unlink_regular(self, name: str) -> bool:
+        """Remove ``name`` if it is a regular file with one link; True if removed."""
+        info = self.lstat(name)
+        if info is None or not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+            return False
+        self.unlink(name)
+        return True
+
+    def unlink(self, name: str) -> None:
+        """Remove the file ``name`` (gone already is fine)."""
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            pass
+        except OSError as err:
+            raise self._fail(err, name) from err
+
+    def rmdir(self, name: str) -> None:
+        """Remove the empty directory ``name`` (gone already is fine)."""
+        try:
+            os.rmdir(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            pass
+        except OSError as err:
+            raise self._fail(err, name) from err
+
+    def remove_self(self) -> None:
+        """Remove this directory, when empty, through the parent it was opened from."""
+        if self._parent is None:
+            return
+        parent_fd, name = self._parent
+        info = self.lstat(".")
+        try:
+            here = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if info is None or (here.st_dev, here.st_ino) != (info.st_dev, info.st_ino):
+            return  # moved away since it was opened: not ours to remove there
+        try:
+            os.rmdir(name, dir_fd=parent_fd)
+        except (FileNotFoundError, OSError) as err:
+            if err.errno not in (errno.ENOENT, errno.ENOTEMPTY, errno.EEXIST):
+                raise self._fail(err) from err
+
+    def remove_temporaries(self, name: str) -> None:
+        """Remove the temporaries ``.<name>.<random>.tmp`` that interrupted writes left."""
+        prefix = f".{name}."
+        for entry in self.names():
+            if entry.startswith(prefix) and entry.endswith(TEMP_SUFFIX):
+                self.unlink_regular(entry)
+
+
+def made(directory: SafeDir | None) -> SafeDir:
+    """A directory opened with ``create=True`` (never None)."""
+    assert directory is not None
+    return directory
+
+
+def _open_dir_at(parent: int, name: str, *, create: bool) -> int | None:
+    """``openat(parent, name, O_NOFOLLOW|O_DIRECTORY)``, made 0755 first if missing and ``create``.
+
+    ``NotADirectoryError`` for a link or another file there; None when missing
+    and not ``create``. A directory made here is re-moded through its descriptor,
+    and only while it is empty and ours: a directory swapped in is never touched.
+    """
+    created = False
+    if create:
+        try:
+            os.mkdir(name, _DIR_MODE, dir_fd=parent)
+            created = True
+        except FileExistsError:
+            pass
+    try:
+        fd = os.open(name, _O_NOFOLLOW_DIR, dir_fd=parent)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise NotADirectoryError(err.errno, os.strerror(err.errno), name) from err
+        raise
+    if created:
+        try:
+            info = os.fstat(fd)
+            if (
+                stat.S_IMODE(info.st_mode) != _DIR_MODE
+                and info.st_uid == os.geteuid()
+                and not os.listdir(fd)
+            ):
+                os.fchmod(fd, _DIR_MODE)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
+
+
+def make_dirs(directory: str | os.PathLike[str]) -> None:
+    """Create ``directory`` and its missing parents, each mode 0755 whatever the umask.
+
+    The nearest existing ancestor is opened as it is (links followed: it is the
+    caller's); below it, each directory is made and opened relative to its
+    parent without following links, so a link planted or swapped in on the way
+    is an error (``NotADirectoryError``), never followed.
+    """
+    current = os.path.abspath(os.fspath(directory))
+    missing: list[str] = []
+    while not os.path.exists(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        missing.append(os.path.basename(current))
+        current = parent
+    fd = os.open(current, _O_DIR)
+    try:
+        for name in reversed(missing):
+            child = _open_dir_at(fd, name, create=True)
+            assert child is not None  # created
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+
+
+def _parent_dir(path: str | os.PathLike[str], what: str) -> tuple[SafeDir, str]:
+    target = os.path.abspath(os.fspath(path))
+    directory, name = os.path.split(target)
+    try:
+        fd = os.open(directory, _O_DIR)
+    except OSError as err:
+        err.filename = target
+        raise
+    return SafeDir(fd, directory, what), name
+
+
+def replace_file(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: a reader sees the old file or the new, whole.
+
+    A temporary file in the same directory (``.<name>.<random>.tmp``) gets the
+    data, mode 0644, and an fsync; it is renamed over ``path``; the directory is
+    fsynced so the rename survives a crash. On any failure the temporary file is
+    removed and the old file is untouched. A link, a directory or a file with
+    more than one link at ``path`` is refused (:class:`PublishError`).
+    """
+    directory, name = _parent_dir(path, "write file")
+    with directory:
+        directory.replace(name, data)
+
+
+def rewrite_in_place(path: str | os.PathLike[str], data: bytes) -> None:
+    """Truncate ``path`` (created if missing, mode 0644) and write ``data`` into the same inode.
+
+    What Go's ``os.WriteFile`` does: a bind mount of the file shows the new
+    content at once, and a reader racing the write can see it empty or half
+    written. A link, a file of another kind, or one with more than one link is
+    refused (:class:`PublishError`), never written through.
+    """
+    directory, name = _parent_dir(path, "write file")
+    with directory:
+        directory.rewrite(name, data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _reserve(fd: int, size: int) -> None:
+    """Reserve ``size`` bytes of room for ``fd`` without changing its size, where supported."""
+    if size == 0:
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fallocate = libc.fallocate
+    fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    if fallocate(fd, _FALLOC_FL_KEEP_SIZE, 0, size) != 0:
+        code = ctypes.get_errno()
+        if code not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise OSError(code, os.strerror(code))

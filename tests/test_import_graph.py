@@ -1,0 +1,172 @@
+"""No two modules of the package import each other in a circle.
+
+The graph is read from the source with :mod:`ast`: an edge for every
+``import dra_metadata.x``, ``from .x import y`` and ``from . import x`` (to the
+submodule when ``y`` or ``x`` is one, else to the module or package named).
+Imports under ``if TYPE_CHECKING:`` never run and are left out. Two graphs are
+checked: the imports that run when a module loads (its top level and class
+bodies), and those plus the ones deferred into functions, which break no load
+but still tie two modules into one.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+PACKAGE = "dra_metadata"
+
+#: Circles being broken in parallel (issue 27, "The house"); each circle found must lie
+#: within one of these. Delete an entry once its circle is gone, to keep it gone.
+KNOWN_CIRCLES: tuple[frozenset[str], ...] = (
+    # _inventory builds a Topology and claim variables in functions; _live and _topology
+    # import _inventory at load.
+    frozenset({"dra_metadata._inventory", "dra_metadata._live", "dra_metadata._topology"}),
+    # _errors names the model's types; _model raises DecodeError from a function.
+    frozenset({"dra_metadata._errors", "dra_metadata._model"}),
+)
+
+
+def modules() -> dict[str, tuple[Path, bool]]:
+    """Every module of the package: dotted name -> (file, whether it is a package)."""
+    found = {}
+    for path in sorted((REPO / PACKAGE).rglob("*.py")):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if package else parts)] = (path, package)
+    return found
+
+
+def _statements(body: Iterable[ast.stmt], deferred: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements that run: at load, or (``deferred``) at any time."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from _statements(node.orelse, deferred)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if deferred:
+                yield from _statements(node.body, deferred)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(node, field, ()):
+                    if isinstance(child, ast.ExceptHandler | ast.match_case):
+                        yield from _statements(child.body, deferred)
+                    else:
+                        yield from _statements([child], deferred)
+
+
+def imports_of(name: str, known: dict[str, tuple[Path, bool]], deferred: bool) -> set[str]:
+    """The package's modules ``name`` imports (itself left out)."""
+    path, package = known[name]
+    here = name.split(".") if package else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in _statements(ast.parse(path.read_text(encoding="utf-8")).body, deferred):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+            continue
+        if node.level:
+            anchor = here[: len(here) - node.level + 1]
+            target = ".".join([*anchor, *([node.module] if node.module else [])])
+        else:
+            target = node.module or ""
+        for alias in node.names:
+            submodule = f"{target}.{alias.name}"
+            found.add(submodule if submodule in known else target)
+    return {module for module in found if module in known and module != name}
+
+
+def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected sets of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[frozenset[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = {stack.pop()}
+            while node not in group:
+                group.add(stack.pop())
+            if len(group) > 1:
+                found.append(frozenset(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def unknown_circles(deferred: bool) -> list[list[str]]:
+    """The circles of the graph that lie within no known circle, each sorted."""
+    known = modules()
+    graph = {name: imports_of(name, known, deferred) for name in known}
+    return [
+        sorted(group)
+        for group in circles(graph)
+        if not any(group <= allowed for allowed in KNOWN_CIRCLES)
+    ]
+
+
+@pytest.mark.parametrize("deferred", [False, True], ids=["at-load", "with-deferred"])
+def test_no_modules_import_each_other_in_a_circle(deferred: bool) -> None:
+    """Apart from the known circles, no module reaches itself through the package's imports."""
+    assert unknown_circles(deferred) == []
+
+
+def test_the_graph_sees_every_form_of_import(tmp_path: Path) -> None:
+    """The reader finds ``import``, ``from .x import``, ``from . import`` and deferred forms."""
+    known = {
+        "p": (tmp_path / "p" / "__init__.py", True),
+        "p.a": (tmp_path / "p" / "a.py", False),
+        "p.b": (tmp_path / "p" / "b.py", False),
+        "p.c": (tmp_path / "p" / "c.py", False),
+        "p.d": (tmp_path / "p" / "d.py", False),
+        "p.e": (tmp_path / "p" / "e.py", False),
+    }
+    (tmp_path / "p").mkdir()
+    known["p.a"][0].write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from . import b\n"
+        "from .c import name\n"
+        "import p.d\n"
+        "if TYPE_CHECKING:\n    from . import e\n"
+        "def later():\n    from . import e\n"
+        "class Kind:\n    from . import p as q\n"
+    )
+    assert imports_of("p.a", known, deferred=False) == {"p", "p.b", "p.c", "p.d"}
+    assert imports_of("p.a", known, deferred=True) == {"p", "p.b", "p.c", "p.d", "p.e"}
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
+
+
+WATCH_BACKENDS = "dra_metadata._watch._backends"
+
+
+def test_only_the_backend_registry_imports_a_backend() -> None:
+    """The watch backends are imported by the registry alone (deferred), and import only base."""
+    known = modules()
+    backends = {f"{WATCH_BACKENDS}.{name}" for name in ("inotify", "polling", "watchfiles")}
+    assert backends <= known.keys()
+    importers = {
+        name
+        for name in known
+        if name not in backends and imports_of(name, known, deferred=True) & backends
+    }
+    assert importers == {WATCH_BACKENDS}
+    assert imports_of(WATCH_BACKENDS, known, deferred=False) & backends == set()
+    for backend in sorted(backends):
+        inside = {m for m in imports_of(backend, known, deferred=True) if m.startswith(PACKAGE)}
+        assert inside == {f"{WATCH_BACKENDS}.base"}, backend
