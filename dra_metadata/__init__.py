@@ -38,7 +38,6 @@ from ._errors import (
     PublishError,
     StaleMetadataError,
     SymlinkError,
-    WaitTimeoutError,
 )
 from ._model import (
     STANDARD_DOMAIN,
@@ -78,6 +77,7 @@ if TYPE_CHECKING:
     from ._env import env_vars
     from ._field_error import BadValue, ErrorType, FieldError
     from ._inventory import (
+        ClaimVariable,
         Inventory,
         MountedDevice,
         MountedFile,
@@ -88,7 +88,7 @@ if TYPE_CHECKING:
     )
     from ._lint import RULES as LINT_RULES
     from ._lint import LintProblem, lint
-    from ._live import Check, ClaimVariable, IpQuery, LiveFinding, LiveReport, check_live
+    from ._live import Check, IpQuery, LiveFinding, LiveReport, check_live
     from ._publish import ClaimRef, MetadataPublisher, UpdateMode
     from ._schema import json_schema
     from ._topology import (
@@ -104,6 +104,7 @@ if TYPE_CHECKING:
         Backend,
         MetadataWatcher,
         StopEvent,
+        WaitTimeoutError,
         WatchEvent,
         WatchEventKind,
         await_for,
@@ -243,6 +244,7 @@ _LAZY: dict[str, tuple[str, str]] = {
             "Backend",
             "MetadataWatcher",
             "StopEvent",
+            "WaitTimeoutError",
             "WatchEvent",
             "WatchEventKind",
             "await_for",
@@ -258,7 +260,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "LintProblem": ("_lint", "LintProblem"),
     "lint": ("_lint", "lint"),
     "Check": ("_live", "Check"),
-    "ClaimVariable": ("_live", "ClaimVariable"),
+    "ClaimVariable": ("_inventory", "ClaimVariable"),
     "IpQuery": ("_live", "IpQuery"),
     "LiveFinding": ("_live", "LiveFinding"),
     "LiveReport": ("_live", "LiveReport"),

@@ -110,6 +110,7 @@ from ._model import (
     Device,
     DeviceMetadata,
     NetworkDeviceData,
+    malformed,
     normal_pci_address,
     numa_of,
     pci_address_of,
@@ -591,13 +592,15 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
         and normal_pci_address(placed[0][1]) == placed[0][1]
     ):
         return found
-    for standard in _CHECKED:
-        problem = standard_problem(device, standard)
-        if problem is not None:
-            raise MalformedAttributeError(problem)
     numa = numa_of(device)
     pci = pci_address_of(device)
     roots = pcie_roots_of(device)
+    if pci is not None and pci.value is None:  # printed in the standard form, or refused
+        raise MalformedAttributeError(malformed(device, pci.source, pci.raw, "pciBusID"))
+    if not roots and _STD_ROOT in device.attributes:
+        problem = standard_problem(device, "pcieRoot")
+        if problem is not None:
+            raise MalformedAttributeError(problem)
     # Replaced by the model's answers: the NUMA attributes named numaNode it read, and
     # every one that says "no NUMA affinity"; the PCI address it read, as the standard
     # name or the driver's own; the standard roots.
@@ -622,8 +625,6 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
     return kept
 
 
-#: The standard attributes env prints in their standard form, so refuses in any other.
-_CHECKED: Final = ("pciBusID", "pcieRoot")
 _PCI_SUFFIX: Final = DOMAIN_SEPARATOR + "pciBusID"
 
 

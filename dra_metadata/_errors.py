@@ -21,14 +21,15 @@ Exception tree::
 
 "Not there (yet)" and "broken" are different classes because callers act
 differently on them: an init container waits on the first and fails on the second.
+
+This module is the package's lowest layer: it imports none of the others.
+``WaitTimeoutError`` carries the metadata last seen, so it lives above the model,
+with the conditions a wait waits for (``dra_metadata._watch._conditions``).
 """
 
 from __future__ import annotations
 
 import os
-
-# At run time too: typing.get_type_hints() and help() resolve WaitTimeoutError.last_seen.
-from ._model import MergedDeviceMetadata
 
 __all__ = [
     "AttributeNotFoundError",
@@ -43,7 +44,6 @@ __all__ = [
     "PublishError",
     "StaleMetadataError",
     "SymlinkError",
-    "WaitTimeoutError",
     "os_reason",
 ]
 
@@ -166,31 +166,6 @@ class MalformedAttributeError(DRAMetadataError, ValueError):
     ``get`` and ``env`` refuse it with this one message (naming the device and the
     attribute); ``show`` and ``--format go`` print the value as written.
     """
-
-
-class WaitTimeoutError(DRAMetadataError, TimeoutError):
-    """``wait_for()`` gave up: the condition did not hold within the timeout.
-
-    The message says what was last seen (no file, a file that does not decode,
-    generation 1 without network data ...). ``last_seen`` is the merged metadata
-    at that moment, or ``None``; ``path`` is the request directory.
-    """
-
-    #: The request's merged metadata when the wait gave up, or ``None``.
-    last_seen: MergedDeviceMetadata | None
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str | None = None,
-        last_seen: MergedDeviceMetadata | None = None,
-    ) -> None:
-        super().__init__(message, path=path)
-        self.last_seen = last_seen
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 class PublishError(DRAMetadataError):

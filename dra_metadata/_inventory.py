@@ -40,29 +40,36 @@ from ._errors import (
     SymlinkError,
 )
 from ._model import (
-    AttributeValue,
-    Device,
-    DeviceAttribute,
     DeviceMetadata,
     MergedDeviceMetadata,
-    NetworkDeviceData,
     matches,
 )
 from ._paths import RootArg, root_path
 from ._read import DEFAULT_MAX_SIZE, merge
-from ._select import ClaimKind, Entry, Place, Question, ask, narrow, resolve, scan
+from ._select import (
+    ClaimKind,
+    Entry,
+    MountedDevice,
+    Place,
+    Question,
+    ask,
+    narrow,
+    resolve,
+    scan,
+)
 
 if TYPE_CHECKING:
-    from ._live import ClaimVariable
     from ._topology import DeviceKind, KindRule, Topology
 
 __all__ = [
+    "ClaimVariable",
     "Inventory",
     "MountedDevice",
     "MountedFile",
     "MountedRequest",
     "Problem",
     "ProblemKind",
+    "claim_variables",
     "from_entries",
     "inventory",
     "mounted",
@@ -131,115 +138,6 @@ class MountedFile(msgspec.Struct, frozen=True, gc=False):
     metadata: DeviceMetadata | None = None
     #: What went wrong with the file; ``None`` when it decoded.
     problem: Problem | None = None
-
-
-class MountedDevice(msgspec.Struct, frozen=True, gc=False):
-    """A device, with the claim and request it was allocated for.
-
-    It reads like a :class:`~dra_metadata.Device` (``driver``, ``name``,
-    ``attribute()``, ``pci_bus_id``, ``numa_nodes`` ...); ``device`` is the
-    device itself. ``request`` is the request's name as allocated
-    (``gpu/high-memory`` for a subrequest), ``base_request`` its directory.
-    """
-
-    #: The device itself, as decoded.
-    device: Device
-    #: How the pod references the device's claim: ``claim`` or ``template``.
-    kind: ClaimKind
-    #: The claim's directory name: its name, or the pod's claim name for a template.
-    claim: str
-    #: The request's name as allocated: ``gpu``, or ``gpu/high-memory`` for a subrequest.
-    request: str
-    #: The request directory the device was read from (the name before any ``/``).
-    base_request: str
-
-    @property
-    def driver(self) -> str:
-        """The DRA driver that allocated the device."""
-        return self.device.driver
-
-    @property
-    def pool(self) -> str:
-        """The resource pool the device is in."""
-        return self.device.pool
-
-    @property
-    def name(self) -> str:
-        """The device's name within its pool."""
-        return self.device.name
-
-    @property
-    def id(self) -> str:
-        """``<driver>/<pool>/<name>``: unique within a cluster."""
-        return f"{self.device.driver}/{self.device.pool}/{self.device.name}"
-
-    @property
-    def attributes(self) -> dict[str, DeviceAttribute]:
-        """The device's attributes, as its driver keyed them."""
-        return self.device.attributes
-
-    @property
-    def network_data(self) -> NetworkDeviceData | None:
-        """The device's network data, when its driver reported any."""
-        return self.device.network_data
-
-    def attribute(self, name: str, default: AttributeValue | None = None) -> AttributeValue | None:
-        """The value of attribute ``name`` (see :meth:`Device.attribute`)."""
-        return self.device.attribute(name, default)
-
-    def find_attribute(self, name: str) -> DeviceAttribute | None:
-        """The attribute entry for ``name`` (see :meth:`Device.find_attribute`)."""
-        return self.device.find_attribute(name)
-
-    def require(self, name: str) -> AttributeValue:
-        """The value of attribute ``name``, else an error naming what is close (see
-        :meth:`Device.require`)."""
-        return self.device.require(name)
-
-    @property
-    def pci_bus_id(self) -> str | None:
-        """The PCI address in the standard form (see :attr:`Device.pci_bus_id`)."""
-        return self.device.pci_bus_id
-
-    @property
-    def pci_bus_id_source(self) -> str | None:
-        """The attribute :attr:`pci_bus_id` comes from."""
-        return self.device.pci_bus_id_source
-
-    @property
-    def pcie_roots(self) -> tuple[str, ...]:
-        """The standard ``pcieRoot``, as a tuple (see :attr:`Device.pcie_roots`)."""
-        return self.device.pcie_roots
-
-    @property
-    def pcie_root(self) -> str | None:
-        """The PCIe root when there is exactly one."""
-        return self.device.pcie_root
-
-    @property
-    def numa_nodes(self) -> tuple[int, ...]:
-        """The NUMA nodes the device is local to (see :attr:`Device.numa_nodes`)."""
-        return self.device.numa_nodes
-
-    @property
-    def numa_source(self) -> str | None:
-        """The attribute :attr:`numa_nodes` comes from."""
-        return self.device.numa_source
-
-    @property
-    def numa_node(self) -> int | None:
-        """The device's physical NUMA node (see :attr:`Device.numa_node`)."""
-        return self.device.numa_node
-
-    @property
-    def device_kind(self) -> DeviceKind:
-        """The device's kind (see :attr:`Device.device_kind`)."""
-        return self.device.device_kind
-
-    @property
-    def claim_label(self) -> str:
-        """How messages name the claim: ``claim 'nic'`` or ``template claim 'gpu'``."""
-        return f"{'claim' if self.kind == 'claim' else 'template claim'} {self.claim!r}"
 
 
 class MountedRequest(msgspec.Struct, frozen=True, gc=False):
@@ -474,8 +372,6 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         >>> [(v.name, v.claim, v.requests) for v in inv.claim_variables(env)]
         [('EXAMPLE_RESOURCE_CLAIM', 'rdma', ('nic',))]
         """
-        from ._live import claim_variables
-
         return claim_variables(self, environ)
 
 
@@ -636,3 +532,62 @@ def _file(entry: Entry) -> MountedFile:
         metadata=entry.metadata,
         problem=problem,
     )
+
+
+class ClaimVariable(msgspec.Struct, frozen=True, gc=False):
+    """An environment variable a driver set that carries a claim's UID, joined to the claim.
+
+    Some drivers set variables through CDI whose name or value holds the
+    claim UID (the CPU driver's ``DRA_CPUSET_<claimUID>``, the example driver's
+    ``..._RESOURCE_CLAIM=<uid>``). ``requests`` are that claim's mounted
+    request directories.
+
+    >>> v = ClaimVariable("DRA_CPUSET_AB", "0-3", "claim", "cpus", "ab", ("cpus",))
+    >>> v.claim, v.requests
+    ('cpus', ('cpus',))
+    """
+
+    #: The variable's name.
+    name: str
+    #: The variable's value.
+    value: str
+    #: How the pod references the claim: ``claim`` or ``template``.
+    kind: str
+    #: The claim's directory name.
+    claim: str
+    #: The claim UID the variable carries.
+    uid: str
+    #: The claim's mounted request directories.
+    requests: tuple[str, ...]
+
+
+def claim_variables(
+    inv: Inventory, environ: Mapping[str, str] | None = None
+) -> list[ClaimVariable]:
+    """The variables of ``environ`` (default ``os.environ``) that name a mounted claim's UID.
+
+    A UID matches in the name with ``-`` or ``_`` between its groups, in any
+    case, or anywhere in the value. Variables come in ``environ`` order.
+
+    >>> import dra_metadata as dm
+    >>> inv = dm.inventory("examples/topology-tree")
+    >>> env = {"DRA_CPUSET_2B3C4D5E_6F70_4182_93A4_B5C6D7E8F901": "0-1,16-17", "HOME": "/"}
+    >>> [(v.claim, v.requests, v.value) for v in claim_variables(inv, env)]
+    [('cpus', ('cpus',), '0-1,16-17')]
+    """
+    claims: dict[str, tuple[str, str, list[str]]] = {}
+    for mounted in inv.requests:
+        uid = mounted.claim_uid
+        if uid:
+            claims.setdefault(uid, (mounted.kind, mounted.claim, []))[2].append(mounted.request)
+    if not claims:
+        return []
+    keys = [(uid, uid.upper().replace("-", "_"), *rest) for uid, rest in claims.items()]
+    found: list[ClaimVariable] = []
+    for name, value in (os.environ if environ is None else environ).items():
+        folded = name.upper().replace("-", "_")
+        for uid, key, kind, claim, requests in keys:
+            if key in folded or uid in value:
+                found.append(ClaimVariable(name, value, kind, claim, uid, tuple(requests)))
+                break
+    return found

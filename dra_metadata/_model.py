@@ -165,6 +165,7 @@ __all__ = [
     "is_pcie_root",
     "known_names",
     "lookup",
+    "malformed",
     "matches",
     "normal_pci_address",
     "numa_of",
@@ -967,7 +968,7 @@ def _split(names: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
 _ALIASES: Final = {local: _split(names) for local, names in STANDARD_ALIASES.items()}
 
 
-def lookup(device: Device, name: str) -> tuple[str, DeviceAttribute] | None:
+def lookup(device: Device, name: str) -> "tuple[str, DeviceAttribute] | None":
     """The attribute ``name`` names on ``device``, with the qualified name it was found as.
 
     The one rule every door follows (:meth:`Device.attribute`, ``get``, ``wait
@@ -1028,7 +1029,7 @@ def lookup(device: Device, name: str) -> tuple[str, DeviceAttribute] | None:
     return None
 
 
-def standard_name(name: str) -> str | None:
+def standard_name(name: str) -> "str | None":
     """The standard attribute ``name`` asks for, unqualified or in the standard domain.
 
     >>> standard_name("numaNode"), standard_name("resource.kubernetes.io/pciBusID")
@@ -1043,7 +1044,7 @@ def standard_name(name: str) -> str | None:
     return local if local in _ALIASES else None
 
 
-def tried_names(device: Device, standard: str) -> tuple[str, ...]:
+def tried_names(device: Device, standard: str) -> "tuple[str, ...]":
     """The attributes :func:`lookup` tries for the standard attribute ``standard``, in order.
 
     >>> tried_names(Device("gpu.example.com", "p", "n"), "pciBusID")[:2]
@@ -1054,7 +1055,7 @@ def tried_names(device: Device, standard: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name.replace(_OWN, own) for name in names))
 
 
-def standard_values(device: Device, name: str) -> tuple[object, ...] | None:
+def standard_values(device: Device, name: str) -> "tuple[object, ...] | None":
     """The model's answer to a standard attribute as a set of values, for matching.
 
     ``numaNode``: every NUMA node (a list is a set, KEP-6072); ``pciBusID``:
@@ -1105,7 +1106,7 @@ def matches(device: Device, name: str, wanted: object) -> bool:
     )
 
 
-def known_names(device: Device) -> list[str]:
+def known_names(device: Device) -> "list[str]":
     """The names :func:`lookup` can answer on ``device``: its keys, local names, the standard ones.
 
     What a "did you mean" chooses from.
@@ -1138,8 +1139,6 @@ _HEX_DIGITS: Final = frozenset("0123456789abcdef")
 # Compiled on first use (_compiled), for what is not in the standard form: a command
 # that never meets such an address does not pay for it.
 _PCI: Final = r"(?:([0-9A-Fa-f]{1,8}):)?([0-9A-Fa-f]{1,2}):([0-9A-Fa-f]{1,2})\.([0-7])"
-#: A PCIe root complex as Linux names its sysfs directory: ``pci<domain>:<bus>``.
-_PCIE_ROOT: Final = r"pci[0-9a-f]{4,8}:[0-9a-f]{2}"
 
 
 @cache
@@ -1175,10 +1174,21 @@ def normal_pci_address(text: str) -> str | None:
 def is_pcie_root(text: str) -> bool:
     """Whether ``text`` is a PCIe root complex in the standard form (``pci0000:3a``).
 
+    ``pci``, a domain of 4 to 8 lower-case hex digits, ``:``, a bus of 2 (as Linux
+    names the directory under ``/sys/devices``; checked by hand: no pattern to compile).
+
     >>> is_pcie_root("pci0000:3a"), is_pcie_root("pci10000:00"), is_pcie_root("0000:3a")
     (True, True, False)
     """
-    return _compiled(_PCIE_ROOT).fullmatch(text) is not None
+    domain, colon, bus = text[3:].partition(":")
+    return (
+        text[:3] == "pci"
+        and colon == ":"
+        and 4 <= len(domain) <= 8
+        and len(bus) == 2
+        and _HEX_DIGITS.issuperset(domain)
+        and _HEX_DIGITS.issuperset(bus)
+    )
 
 
 class PciAddress(msgspec.Struct, frozen=True, gc=False):
@@ -1247,7 +1257,7 @@ class NumaNodes(msgspec.Struct, frozen=True, gc=False):
     unknown: tuple[str, ...] = ()
 
     @property
-    def physical(self) -> int | None:
+    def physical(self) -> "int | None":
         """The device's physical NUMA node: the scalar, or the list's first element."""
         return self.nodes[0] if self.nodes else None
 
@@ -1340,7 +1350,7 @@ def pcie_roots_of(device: Device) -> tuple[str, ...]:
     return ()
 
 
-def standard_problem(device: Device, name: str) -> str | None:
+def standard_problem(device: Device, name: str) -> "str | None":
     """Why the device's standard ``name`` (``pciBusID``, ``pcieRoot``) is not in its standard form.
 
     ``name`` may be qualified with the standard domain (the attribute then looked
@@ -1361,15 +1371,27 @@ def standard_problem(device: Device, name: str) -> str | None:
         pci = pci_address_of(device, name)
         if pci is None or pci.value is not None:
             return None
-        source, raw, what, form = pci.source, pci.raw, "a PCI address in any form", "0000:3b:00.0"
-    elif standard == "pcieRoot":
+        return malformed(device, pci.source, pci.raw, standard)
+    if standard == "pcieRoot":
         found = device.attributes.get(PCIE_ROOT_ATTRIBUTE)
         raw = None if found is None else found.value
         if raw is None or pcie_roots_of(device):
             return None
-        source, what, form = PCIE_ROOT_ATTRIBUTE, "a PCIe root", "pci0000:3a"
-    else:
-        return None
+        return malformed(device, PCIE_ROOT_ATTRIBUTE, raw, standard)
+    return None
+
+
+#: What each standard attribute must be, and its standard form.
+_STANDARD_FORMS: Final = {
+    "pciBusID": ("a PCI address in any form", "0000:3b:00.0"),
+    "pcieRoot": ("a PCIe root", "pci0000:3a"),
+}
+
+
+def malformed(device: Device, source: str, raw: object, standard: str) -> str:
+    """The one message for attribute ``source`` of ``device`` holding ``raw``, which is
+    not ``standard`` (``pciBusID``, ``pcieRoot``) in any form (see :func:`standard_problem`)."""
+    what, form = _STANDARD_FORMS[standard]
     return (
         f"device {device.driver}/{device.pool}/{device.name}: {source} holds {raw!r}, "
         f"which is not {what} (standard form: {form})"

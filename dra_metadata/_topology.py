@@ -38,11 +38,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
-
-from ._inventory import Inventory, MountedDevice
 
 # At run time too: TopologyDevice's fields name them (typing.get_type_hints(), help()).
 from ._model import (
@@ -59,7 +57,11 @@ from ._model import (
     numa_of,
     standard_problem,
 )
+from ._select import MountedDevice
 from ._text import one_line
+
+if TYPE_CHECKING:  # the inventory reads this module (Inventory.topology()), never the reverse
+    from ._inventory import Inventory
 
 __all__ = [
     "AFFINITY_LEVELS",

@@ -230,8 +230,7 @@ def _watch(args: argparse.Namespace) -> int:
 def _wait(args: argparse.Namespace) -> int:
     import time
 
-    from .._errors import WaitTimeoutError
-    from .._watch import has_attribute, has_generation, has_network_data, wait_for
+    from .._watch import WaitTimeoutError, has_attribute, has_generation, has_network_data, wait_for
     from .._watch._conditions import all_of
 
     conditions: list[Callable[[DeviceMetadata], bool]] = []

@@ -51,7 +51,8 @@ the waiting differs.
 The modules, each importing only those above it:
 
 * :mod:`._events`: :class:`WatchEventKind` and :class:`WatchEvent`;
-* :mod:`._conditions`: what :func:`wait_for` waits for;
+* :mod:`._conditions`: what :func:`wait_for` waits for, and
+  :class:`WaitTimeoutError` when it did not hold in time;
 * :mod:`._state`: :class:`FileState`, the per-file decisions (no I/O);
 * :mod:`._backends`: the :class:`~._backends.Notifier` protocol and what the
   backends share (``base``), one module per backend, and the choice of backend
@@ -65,7 +66,7 @@ from __future__ import annotations
 
 from ._api import MetadataWatcher, await_for, awatch, wait_for, watch
 from ._backends import Backend
-from ._conditions import has_attribute, has_generation, has_network_data
+from ._conditions import WaitTimeoutError, has_attribute, has_generation, has_network_data
 from ._events import WatchEvent, WatchEventKind
 from ._session import DEFAULT_RESCAN_INTERVAL, StopEvent
 from ._state import DEFAULT_ERROR_TIMEOUT, Change, FileState
@@ -78,6 +79,7 @@ __all__ = [
     "FileState",
     "MetadataWatcher",
     "StopEvent",
+    "WaitTimeoutError",
     "WatchEvent",
     "WatchEventKind",
     "await_for",

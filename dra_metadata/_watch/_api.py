@@ -14,12 +14,12 @@ import os
 from collections.abc import AsyncGenerator, Callable, Generator
 from typing import TYPE_CHECKING, Literal, Self, TypeVar
 
-from .._errors import NotMountedError, StaleMetadataError, WaitTimeoutError
+from .._errors import NotMountedError, StaleMetadataError
 from .._model import DeviceMetadata, MergedDeviceMetadata
 from .._paths import RESOURCE_CLAIMS_SUBDIR, RootArg
 from .._read import DEFAULT_MAX_SIZE
 from ._backends import Backend
-from ._conditions import condition_of
+from ._conditions import WaitTimeoutError, condition_of
 from ._events import WatchEvent, WatchEventKind
 from ._session import (
     DEFAULT_RESCAN_INTERVAL,

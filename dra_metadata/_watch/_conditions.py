@@ -4,7 +4,10 @@ The public conditions (:func:`has_network_data`, :func:`has_generation`,
 :func:`has_attribute`) and the :class:`Condition` behind them, which can say
 why one file's object does not meet it (the "last seen" of a timeout).
 :func:`condition_of` turns whatever a caller passes as ``until=`` into one;
-:func:`all_of` combines several.
+:func:`all_of` combines several. :class:`WaitTimeoutError` is what a wait raises
+when its condition did not hold in time (in the package's exception tree, drawn in
+``dra_metadata._errors``; it lives here, above the model, because it carries the
+metadata last seen).
 """
 
 from __future__ import annotations
@@ -12,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from .._errors import DRAMetadataError
 from .._model import DeviceMetadata, MergedDeviceMetadata, NetworkDeviceData
 
 __all__ = [
     "Condition",
+    "WaitTimeoutError",
     "all_of",
     "condition_of",
     "has_attribute",
@@ -182,3 +187,28 @@ def condition_of(until: Callable[[DeviceMetadata], bool] | None) -> Condition:
         return until
     name = getattr(until, "__name__", None) or repr(until)
     return Condition(f"{name}(...) to hold", until, lambda md: None)
+
+
+class WaitTimeoutError(DRAMetadataError, TimeoutError):
+    """``wait_for()`` gave up: the condition did not hold within the timeout.
+
+    The message says what was last seen (no file, a file that does not decode,
+    generation 1 without network data ...). ``last_seen`` is the merged metadata
+    at that moment, or ``None``; ``path`` is the request directory.
+    """
+
+    #: The request's merged metadata when the wait gave up, or ``None``.
+    last_seen: MergedDeviceMetadata | None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        last_seen: MergedDeviceMetadata | None = None,
+    ) -> None:
+        super().__init__(message, path=path)
+        self.last_seen = last_seen
+
+    def __str__(self) -> str:
+        return str(self.args[0])
