@@ -77,7 +77,6 @@ if TYPE_CHECKING:
     from ._env import env_vars
     from ._field_error import BadValue, ErrorType, FieldError
     from ._inventory import (
-        ClaimVariable,
         Inventory,
         MountedDevice,
         MountedFile,
@@ -100,6 +99,7 @@ if TYPE_CHECKING:
         TopologyProblem,
     )
     from ._validate import validate
+    from ._variables import ClaimVariable
     from ._watch import (
         Backend,
         MetadataWatcher,
@@ -260,7 +260,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "LintProblem": ("_lint", "LintProblem"),
     "lint": ("_lint", "lint"),
     "Check": ("_live", "Check"),
-    "ClaimVariable": ("_inventory", "ClaimVariable"),
+    "ClaimVariable": ("_variables", "ClaimVariable"),
     "IpQuery": ("_live", "IpQuery"),
     "LiveFinding": ("_live", "LiveFinding"),
     "LiveReport": ("_live", "LiveReport"),

@@ -55,9 +55,10 @@ from typing import Final, Literal
 import msgspec
 
 # At run time too: the public signatures name them (typing.get_type_hints(), help()).
-from ._inventory import Inventory, claim_variables
+from ._inventory import Inventory
 from ._paths import RootArg
 from ._topology import TopologyDevice
+from ._variables import claim_variables
 
 __all__ = [
     "Check",
