@@ -24,7 +24,8 @@ exits 65), and nothing is printed. A device listed twice is named once.
            PCI address when every GPU has one (:attr:`Device.pci_bus_id
            <dra_metadata.Device.pci_bus_id>`), then with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
            (CUDA C Programming Guide, "CUDA Environment Variables"). Every GPU
-           must be from ``gpu.nvidia.com``.
+           must be from ``gpu.nvidia.com`` (HIP reads ``CUDA_VISIBLE_DEVICES``
+           too: ROCm docs, "GPU isolation techniques").
 ``rocm``   ``ROCR_VISIBLE_DEVICES``: the GPUs' ``uuid`` attribute, ordered the
            same way; every GPU must be from ``gpu.amd.com``. ROCm takes UUIDs or
            indices there and nothing else (ROCm docs, "GPU isolation
@@ -33,8 +34,9 @@ exits 65), and nothing is printed. A device listed twice is named once.
            (``docs/driver-attributes.md``), so on its GPUs this profile says
            so, and that no variable is needed: its CDI spec gives the container
            only the allocated GPUs' ``/dev/dri`` nodes
-           (``cmd/gpu-kubeletplugin/state.go``), the isolation ROCm's docs
-           describe for containers.
+           (``cmd/gpu-kubeletplugin/state.go``), and a container cannot use a
+           GPU whose render node it lacks (ROCm docs, "Running ROCm Docker
+           containers").
 ``nccl``   ``NCCL_SOCKET_IFNAME=<=net1,net2>`` (``=``: exact names, not
            prefixes; NCCL docs, "Environment Variables") from the NICs' network
            data, and ``NCCL_IB_HCA`` (also exact) when every such NIC has a

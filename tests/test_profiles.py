@@ -158,6 +158,20 @@ def test_nccl_profile_from_network_data(tmp_path: Path) -> None:
         dm.env_vars(root=tmp_path / "b", profile="nccl")
 
 
+def test_nccl_names_the_wait_that_waits_for_network_data(tmp_path: Path) -> None:
+    """No interface name yet: the line names a wait command that returns once it is written."""
+    write_claims(tmp_path, {"rdma/nic": [dm.Device("dra.net", "p", "eth1")]})
+    code, out, err = run("env", "--root", str(tmp_path), "--profile", "nccl")
+    assert (code, out) == (65, "")
+    found = re.search(r": (dra-metadata wait .+ --for network) waits for it$", err.rstrip())
+    assert found, err
+    assert found.group(1) == "dra-metadata wait --claim rdma --request nic --for network"
+    nic = dm.Device("dra.net", "p", "eth1", network_data=dm.NetworkDeviceData("net1"))
+    write_claims(tmp_path, {"rdma/nic": [nic]})
+    waited = cli(*found.group(1).split()[1:], "--root", str(tmp_path), "--timeout", "30s")
+    assert (waited.returncode, waited.stderr) == (0, "")
+
+
 def test_dpdk_profile_from_pci_addresses(tmp_path: Path) -> None:
     """dpdk: the NICs' PCI addresses as an allow-list; a NIC without one is an error."""
     assert dm.env_vars(root=TOPOLOGY_ROOT, profile="dpdk") == {
