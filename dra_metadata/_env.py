@@ -872,10 +872,11 @@ def env_vars(
 ) -> dict[str, str]:
     """The environment variables ``dra-metadata env`` prints, in the same order.
 
-    With ``profile`` (``"cuda"``, or several: ``["cuda", "nccl"]``), the
-    variables of those framework profiles instead (listed in the guide's *Topology,
-    profiles and doctor* page, ``docs/topology.md``); one that cannot be built raises
-    :class:`~dra_metadata.EnvError` saying what is missing.
+    With ``profile`` (``"cuda"``, or several: ``"cuda,nccl"`` or ``["cuda",
+    "nccl"]``), the variables of those framework profiles instead (listed in the
+    guide's *Topology, profiles and doctor* page, ``docs/topology.md``); an unknown
+    name raises :class:`~dra_metadata.EnvError` naming the closest profile, and one
+    that cannot be built raises it saying what is missing and what to do instead.
 
     Reads every request under ``root`` (default ``$DRA_METADATA_ROOT``, else the
     container directory), or those of the claim named ``claim``, of the claim
@@ -913,12 +914,12 @@ def env_vars(
         request=request,
         driver=driver,
     )
-    found = mounted(question, root, max_size=max_size)
     if profile is not None:
-        from ._profiles import profile_variables
+        from ._profiles import profile_names, profile_variables
 
-        names = [profile] if isinstance(profile, str) else list(profile)
-        return profile_variables(found, names)
+        names = profile_names(profile)  # a misspelt name first, before any reading
+        return profile_variables(mounted(question, root, max_size=max_size), names)
+    found = mounted(question, root, max_size=max_size)
     variables, problems = collect(found, prefix=prefix)
     if problems:
         raise problems[0]

@@ -21,20 +21,31 @@ the real drivers publish today:
   ``numaNode`` and ``pcieRoot`` list of every root local to the CPU's NUMA
   node), two on each NUMA node.
 
-It also writes ``examples/real-drivers-tree/``, the same kind of pod with the
-other two drivers' attribute sets:
+It also writes ``examples/real-drivers-tree/``, the same kind of pod on a
+two-socket node, with every driver's attribute set as it publishes it today:
 
 * ``resourceclaims/gpus/gpu``: an AMD GPU and an AMD pass-through (VFIO) GPU
   from ``gpu.amd.com`` (ROCm/k8s-gpu-dra-driver ``docs/driver-attributes.md``:
   ``type``, ``deviceID``, ``productName``, ``driverVersion``, ``numaNode`` in
   the driver's domain, the standard ``pciBusID`` and ``pcieRoot``; the VFIO
   device's ``pciAddr``, ``iommuGroup``, ``isVF``, ``vendorID``; no ``uuid``);
+* ``resourceclaimtemplates/cuda/gpu``: an NVIDIA GPU and a MIG device of
+  another GPU from ``gpu.nvidia.com`` (NVIDIA/k8s-dra-driver-gpu
+  ``cmd/gpu-kubelet-plugin/deviceinfo.go``: ``uuid``, the MIG device's
+  ``parentUUID`` and ``profile``, ``pcieBusID`` in NVML's form, the standard
+  ``pcieRoot``; no NUMA attribute);
 * ``resourceclaims/vf/net``: two SR-IOV VFs from
   ``sriovnetwork.k8snetworkplumbingwg.io`` (k8snetworkplumbingwg/dra-driver-sriov
   ``pkg/consts/consts.go``: ``pciAddress``, ``PFName``, ``vendor``,
   ``deviceID``, ``vfID``, ``resourceName``, ``linkType``, ``rdmaCapable``,
   ``pfPciAddress``, the standard ``pciBusID`` and ``pcieRoot``, and
   ``dra.net/numaNode``) with network data;
+* ``resourceclaims/rdma/nic``: an RDMA NIC from ``dra.net`` next to the NVIDIA
+  GPU, its attributes named in the driver's domain as dranet names them
+  (kubernetes-sigs/dranet ``pkg/apis/attributes.go``: ``dra.net/ifName``,
+  ``dra.net/pciAddress``, ``dra.net/numaNode``, ``dra.net/rdma``,
+  ``dra.net/rdmaDevice`` ...; ``pkg/inventory/db.go`` adds the standard
+  ``numaNode``, here in its list form, and ``pcieRoot``), with network data;
 * ``resourceclaims/cpus/cpus``: two grouped CPU devices from ``dra.cpu``, one
   per NUMA node (``numCPUs``, ``numaNodeID``, ``socketID``, ``smtEnabled``,
   ``dra.net/numaNode``, the standard ``numaNode`` and a ``pcieRoot`` list).
@@ -175,8 +186,23 @@ def sample_files() -> dict[str, bytes]:
 
 AMD_GPU = "gpu.amd.com"
 SRIOV = "sriovnetwork.k8snetworkplumbingwg.io"
-#: NUMA node -> the PCIe roots local to it on the AMD node.
-AMD_ROOTS = {0: ("pci0000:00", "pci0000:15"), 1: ("pci0000:80", "pci0000:97")}
+#: NUMA node -> the PCIe roots local to it on the real-drivers node.
+AMD_ROOTS = {
+    0: ("pci0000:00", "pci0000:15", "pci0000:29"),
+    1: ("pci0000:80", "pci0000:97", "pci0000:a9"),
+}
+NVIDIA = "gpu.nvidia.com"
+#: The NVIDIA attributes every device of one GPU shares (deviceinfo.go).
+NVIDIA_H100 = {
+    "addressingMode": A(string="None"),
+    "architecture": A(string="Hopper"),
+    "brand": A(string="Nvidia"),
+    "cudaComputeCapability": A(version="9.0.0"),
+    "cudaDriverVersion": A(version="12.8.0"),
+    "driverVersion": A(version="570.124.6"),
+    "productName": A(string="NVIDIA H100 80GB HBM3"),
+}
+DRANET = "dra.net/"
 VFS = (
     # name, VF address, PF address, PCIe root, NUMA node, interface, IP, MAC
     ("0000-1d-00-2", "0000:1d:00.2", "0000:1d:00.0", "pci0000:15", 0, "net1", "10.30.1.5/24",
@@ -280,10 +306,81 @@ def real_driver_files() -> dict[str, bytes]:
             for numa in (0, 1)
         ),
     )
+    cuda = _claim(
+        "trainer-0-cuda-7kq2m",
+        "3a4b5c6d-7e8f-4901-a2b3-c4d5e6f7a8b9",
+        "gpu",
+        (
+            dm.Device(
+                NVIDIA,
+                "node-b",
+                "gpu-2",
+                attributes={
+                    **NVIDIA_H100,
+                    "pcieBusID": A(string="00000000:2A:00.0"),
+                    "type": A(string="gpu"),
+                    "uuid": A(string="GPU-1d2c3b4a-5f6e-4d7c-8b9a-0a1b2c3d4e5f"),
+                    STD + "pcieRoot": A(string="pci0000:29"),
+                },
+            ),
+            dm.Device(
+                NVIDIA,
+                "node-b",
+                "gpu-3-mig-19-0-1",
+                attributes={
+                    **NVIDIA_H100,
+                    "parentUUID": A(string="GPU-6a7b8c9d-0e1f-4a2b-9c3d-4e5f6a7b8c9d"),
+                    "pcieBusID": A(string="00000000:AA:00.0"),
+                    "profile": A(string="1g.10gb"),
+                    "type": A(string="mig"),
+                    "uuid": A(string="MIG-2b3c4d5e-6f70-5182-93a4-b5c6d7e8f901"),
+                    STD + "pcieRoot": A(string="pci0000:a9"),
+                },
+            ),
+        ),
+        pod_claim_name="cuda",
+    )
+    nic = _claim(
+        "rdma",
+        "8a9b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d",
+        "nic",
+        (
+            dm.Device(
+                "dra.net",
+                "node-b",
+                "ens3f0np0",
+                attributes={
+                    DRANET + "encapsulation": A(string="ether"),
+                    DRANET + "ifName": A(string="ens3f0np0"),
+                    DRANET + "mac": A(string="b8:3f:d2:bb:03:05"),
+                    DRANET + "mtu": A(int=9000),
+                    DRANET + "numaNode": A(int=0),
+                    DRANET + "pciAddress": A(string="0000:2b:00.0"),
+                    DRANET + "pciDevice": A(string="MT2910 Family [ConnectX-7]"),
+                    DRANET + "pciVendor": A(string="Mellanox Technologies"),
+                    DRANET + "rdma": A(bool=True),
+                    DRANET + "rdmaDevice": A(string="mlx5_2"),
+                    DRANET + "sriov": A(bool=False),
+                    DRANET + "state": A(string="up"),
+                    DRANET + "type": A(string="device"),
+                    DRANET + "virtual": A(bool=False),
+                    STD + "numaNode": A(ints=(0,)),
+                    STD + "pcieRoot": A(string="pci0000:29"),
+                },
+                network_data=dm.NetworkDeviceData(
+                    interface_name="net3",
+                    ips=("10.40.1.5/24",),
+                    hardware_address="b8:3f:d2:bb:03:05",
+                ),
+            ),
+        ),
+    )
     return {
         "resourceclaims/gpus/gpu/gpu.amd.com-metadata.json": dm.encode(gpus),
         f"resourceclaims/vf/net/{SRIOV}-metadata.json": dm.encode(vfs),
+        "resourceclaims/rdma/nic/dra.net-metadata.json": dm.encode(nic),
         "resourceclaims/cpus/cpus/dra.cpu-metadata.json": dm.encode(cpus),
+        f"resourceclaimtemplates/cuda/gpu/{NVIDIA}-metadata.json": dm.encode(cuda),
     }
 
 

@@ -53,6 +53,17 @@ def _prefix(text: str) -> str:
     return text
 
 
+def _profiles(text: str) -> list[str]:
+    """The profiles one ``--profile`` names (``cuda,nccl``); an unknown one is a usage error."""
+    from .._errors import EnvError
+    from .._profiles import profile_names
+
+    try:
+        return profile_names(text)
+    except EnvError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def register(commands: Commands) -> None:
     """Add ``env`` to ``commands``."""
     parser = add_command(
@@ -76,11 +87,11 @@ def register(commands: Commands) -> None:
     )
     parser.add_argument(
         "--profile",
-        action="append",
-        choices=("cuda", "rocm", "nccl", "dpdk", "numa"),
+        action="extend",
+        type=_profiles,
         metavar="NAME",
-        help="print a framework's variables instead (cuda, rocm, nccl, dpdk, numa; "
-        "repeatable); see docs/topology.md",
+        help="print a framework's variables instead: cuda, rocm, nccl, dpdk or numa; "
+        "several comma-separated (cuda,nccl) or repeated; see docs/topology.md",
     )
     parser.set_defaults(handler=_env)
 
