@@ -78,7 +78,6 @@ if TYPE_CHECKING:
     from ._field_error import BadValue, ErrorType, FieldError
     from ._inventory import (
         Inventory,
-        MountedDevice,
         MountedFile,
         MountedRequest,
         Problem,
@@ -88,6 +87,7 @@ if TYPE_CHECKING:
     from ._lint import RULES as LINT_RULES
     from ._lint import LintProblem, lint
     from ._live import Check, IpQuery, LiveFinding, LiveReport, check_live
+    from ._mounted import MountedDevice
     from ._publish import ClaimRef, MetadataPublisher, UpdateMode
     from ._schema import json_schema
     from ._topology import (
@@ -230,7 +230,6 @@ _LAZY: dict[str, tuple[str, str]] = {
         name: ("_inventory", name)
         for name in (
             "Inventory",
-            "MountedDevice",
             "MountedFile",
             "MountedRequest",
             "Problem",
@@ -257,6 +256,7 @@ _LAZY: dict[str, tuple[str, str]] = {
         )
     },
     "LINT_RULES": ("_lint", "RULES"),
+    "MountedDevice": ("_mounted", "MountedDevice"),
     "LintProblem": ("_lint", "LintProblem"),
     "lint": ("_lint", "lint"),
     "Check": ("_live", "Check"),

@@ -40,16 +40,18 @@ from ._errors import (
     SymlinkError,
 )
 from ._model import (
+    Device,
     DeviceMetadata,
     MergedDeviceMetadata,
-    matches,
+    normal_pci_address,
+    standard_name,
+    standard_values,
 )
 from ._paths import RootArg, root_path
 from ._read import DEFAULT_MAX_SIZE, merge
 from ._select import (
     ClaimKind,
     Entry,
-    MountedDevice,
     Place,
     Question,
     ask,
@@ -59,18 +61,19 @@ from ._select import (
 )
 
 if TYPE_CHECKING:
+    from ._mounted import MountedDevice
     from ._topology import DeviceKind, KindRule, Topology
     from ._variables import ClaimVariable
 
 __all__ = [
     "Inventory",
-    "MountedDevice",
     "MountedFile",
     "MountedRequest",
     "Problem",
     "ProblemKind",
     "from_entries",
     "inventory",
+    "matches",
     "mounted",
     "problem_kind",
     "select",
@@ -193,6 +196,8 @@ class MountedRequest(msgspec.Struct, frozen=True, gc=False):
         md = self.metadata
         if md is None:
             return ()
+        from ._mounted import MountedDevice  # loaded with the first device made
+
         return tuple(
             MountedDevice(device, self.kind, self.claim, request.name, self.request)
             for request in md.requests
@@ -374,6 +379,37 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         from ._variables import claim_variables  # the inventory's own answer, loaded on use
 
         return claim_variables(self, environ)
+
+
+def matches(device: Device, name: str, wanted: object) -> bool:
+    """Whether attribute ``name`` of ``device`` has the value ``wanted``.
+
+    A list on either side is a set, as a ResourceClaim's ``matchAttribute``
+    treats list attributes (KEP-5491): they match when they share a value. A
+    standard attribute is compared in its meaning (the model's ``standard_values``):
+    ``numaNode`` 0 matches a device local to nodes ``[1, 0]``, ``pciBusID``
+    ``0000:3B:00.0`` matches NVIDIA's ``00000000:3B:00.0``.
+
+    >>> from dra_metadata import Device, DeviceAttribute as A
+    >>> cpu = Device("dra.cpu", "p", "c", {"numaNodeID": A(int=1), "cpus": A(ints=(4, 5))})
+    >>> matches(cpu, "numaNode", 1), matches(cpu, "cpus", 5), matches(cpu, "cpus", [6, 7])
+    (True, True, False)
+    """
+    wanted_values = tuple(wanted) if isinstance(wanted, list | tuple) else (wanted,)
+    have = standard_values(device, name)
+    if have is None:
+        found = device.find_attribute(name)
+        value = None if found is None else found.value
+        if value is None:
+            return False
+        have = value if isinstance(value, tuple) else (value,)
+    elif standard_name(name) == "pciBusID":
+        wanted_values = tuple(
+            normal_pci_address(v) if isinstance(v, str) else v for v in wanted_values
+        )
+    return any(  # True is no 1 here
+        (type(a) is bool) == (type(b) is bool) and a == b for a in have for b in wanted_values
+    )
 
 
 def _has_value(device: MountedDevice, name: str, value: object) -> bool:

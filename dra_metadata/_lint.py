@@ -26,7 +26,6 @@ DRA114 requests[0].Name
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -631,11 +630,11 @@ def _unknown(key: str, known: tuple[str, ...], where: str, problems: _Problems) 
 
 
 def _suggest(key: str, known: tuple[str, ...]) -> str | None:
-    folded = {name.lower(): name for name in known}
-    if key.lower().replace("_", "").replace("-", "") in folded:
-        return folded[key.lower().replace("_", "").replace("-", "")]
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
-    return close[0] if close else None
+    """The known field ``key`` likely meant (``pool_name`` -> ``poolName``): the one
+    suggestion rule, written without separators, and strict (these are typos)."""
+    from ._text import closest
+
+    return closest(key.replace("_", "").replace("-", ""), known, cutoff=0.8, prefix=False)
 
 
 def _check_attribute_value(value: _Object, where: str, problems: _Problems) -> None:

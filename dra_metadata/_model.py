@@ -34,64 +34,32 @@ the attributes behind them on its own.
 Names
 -----
 
-An attribute name means one thing through every door (:func:`lookup`): the key
-as given, else the same attribute in the driver's domain, else the standard
-attribute of that name, and for the standard attributes the names drivers
-publish for them today (:data:`STANDARD_ALIASES`). ``dev.attribute("pciBusID")``,
-``get pciBusID``, ``wait --attribute pciBusID`` and ``has="pciBusID"`` all find
-NVIDIA's ``gpu.nvidia.com/pcieBusID`` on an NVIDIA GPU.
+A name means one thing through every door (:func:`lookup`): the key as given,
+the same attribute in the driver's domain, the standard attribute of that name,
+then the names drivers publish for it today (:data:`STANDARD_ALIASES`).
 
 PCI address
 -----------
 
-``pciBusID`` as :func:`lookup` finds it, normalised to the standard form
-(``0000:18:00.0``: a four-digit domain, lower case); the attribute itself stays
-readable as written (``get gpu.nvidia.com/pcieBusID``). Tried in this order:
+``pciBusID`` as :func:`lookup` finds it (the driver's own, the standard
+attribute, NVIDIA's ``pcieBusID``, SR-IOV's and dranet's ``pciAddress``, AMD's
+``pciAddr``: sources in docs/topology.md), normalised to the standard form
+(``0000:18:00.0``); the attribute itself stays readable as written. A value that
+is no PCI address is none: the doors that print the standard form refuse it
+with one message (:func:`standard_problem`).
 
-==================================================  ===============================
-``<driver>/pciBusID``                               the driver's own (AMD's bare
-                                                    ``pciBusID``)
-``resource.kubernetes.io/pciBusID``                 the standard attribute (KEP-4381)
-``gpu.nvidia.com/pcieBusID``                        NVIDIA/k8s-dra-driver-gpu, NVML's
-                                                    eight-digit domain form
-``sriovnetwork.k8snetworkplumbingwg.io/pciAddress``  k8snetworkplumbingwg/dra-driver-sriov
-``dra.net/pciAddress``                              kubernetes-sigs/dranet
-``gpu.amd.com/pciAddr``                             ROCm/k8s-gpu-dra-driver
-==================================================  ===============================
+NUMA nodes and PCIe roots
+-------------------------
 
-A value that is no PCI address (``[domain:]bus:device.function`` in hex) is
-not an address: :attr:`PciAddress.value` is ``None``, and every door that
-prints the standard form refuses it with one message (:func:`standard_problem`).
-
-NUMA nodes
-----------
-
-``numaNode`` as :func:`lookup` finds it: the driver's own, the standard
-``resource.kubernetes.io/numaNode``, then ``dra.cpu/numaNodeID``,
-``dra.cpu/numaNode``, ``dra.net/numaNode``, ``dra.memory/numaNode`` and
-``gpu.nvidia.com/numa`` (:data:`NUMA_ATTRIBUTES`). As KEP-6072 (stable in
-Kubernetes v1.37) and the Go helper ``deviceattribute.GetNUMANodeAttribute``
-define it:
-
-- an ``int`` is the device's physical NUMA node;
-- an ``ints`` list starts with the physical node; the rest are the same-socket
-  nodes at the minimum ACPI SLIT distance. For matching, the list is a set:
-  two devices are aligned when their lists intersect;
-- a negative node (Linux's ``-1``, "no NUMA affinity") is never published
-  upstream, since it would match every other NUMA-less device: here it is no
-  node at all (:attr:`NumaNodes.unknown` names the attribute).
-
-``numa_node`` is the physical node, ``numa_nodes`` the whole list in the order
-published. Two NUMA attributes disagree when they name different physical nodes
-(a scalar is compared with a list's first element) or, both lists, different sets.
-
-PCIe roots
-----------
-
-``pcie_roots`` is the standard ``pcieRoot`` (KEP-4381: ``pci<domain>:<bus>``), a
-string or a list (dra-driver-cpu publishes every root local to a CPU group; a
-list is a set, with no first-element rule); ``pcie_root`` is the one root when
-there is exactly one. A value not in that form is no root.
+``numaNode`` as :func:`lookup` finds it, meaning what KEP-6072 and the Go helper
+``deviceattribute.GetNUMANodeAttribute`` (v0.37.2) define: an int is the
+device's physical node; a list starts with the physical node, then the
+same-socket nodes at the minimum SLIT distance, and is a set for matching; a
+negative node ("no NUMA affinity") is never published and is no node here.
+``numa_node`` is the physical node, ``numa_nodes`` the list as published.
+``pcie_roots`` is the standard ``pcieRoot`` (``pci<domain>:<bus>``), a string or
+a set of roots; ``pcie_root`` only when there is one. Two devices are aligned
+when their lists intersect (KEP-6072, KEP-5491).
 
 Kinds
 -----
@@ -166,7 +134,6 @@ __all__ = [
     "known_names",
     "lookup",
     "malformed",
-    "matches",
     "normal_pci_address",
     "numa_of",
     "pci_address_of",
@@ -176,7 +143,6 @@ __all__ = [
     "standard_problem",
     "standard_values",
     "to_attribute",
-    "tried_names",
     "wire_names",
 ]
 
@@ -983,13 +949,6 @@ def lookup(device: Device, name: str) -> "tuple[str, DeviceAttribute] | None":
        unqualified or in the standard domain), the driver's own attribute of that
        name, then the names drivers publish for it today
        (:data:`STANDARD_ALIASES`: NVIDIA's ``pcieBusID``, ``dra.cpu/numaNodeID`` ...).
-
-    >>> from dra_metadata import Device, DeviceAttribute as A
-    >>> gpu = Device("gpu.nvidia.com", "p", "gpu-0", {"pcieBusID": A(string="00000000:18:00.0")})
-    >>> lookup(gpu, "pciBusID")
-    ('gpu.nvidia.com/pcieBusID', DeviceAttribute(string='00000000:18:00.0'))
-    >>> lookup(gpu, "resource.kubernetes.io/pciBusID")[0], lookup(gpu, "uuid")
-    ('gpu.nvidia.com/pcieBusID', None)
     """
     attributes = device.attributes
     if not attributes:
@@ -1029,14 +988,26 @@ def lookup(device: Device, name: str) -> "tuple[str, DeviceAttribute] | None":
     return None
 
 
-def standard_name(name: str) -> "str | None":
-    """The standard attribute ``name`` asks for, unqualified or in the standard domain.
+def known_names(device: Device) -> "list[str]":
+    """What a "did you mean" for an attribute of ``device`` chooses from: its keys, their
+    local names, and the standard names :func:`lookup` answers on it."""
+    names = dict.fromkeys(device.attributes)
+    for key in device.attributes:
+        domain, sep, local = key.rpartition(DOMAIN_SEPARATOR)
+        if sep and domain in (device.driver, STANDARD_DOMAIN):
+            names.setdefault(local)
+    for local in STANDARD_ALIASES:
+        if lookup(device, local) is not None:
+            names.setdefault(local)
+            for list_name, standard in LIST_QUESTIONS.items():
+                if standard == local:
+                    names.setdefault(list_name)
+    return list(names)
 
-    >>> standard_name("numaNode"), standard_name("resource.kubernetes.io/pciBusID")
-    ('numaNode', 'pciBusID')
-    >>> standard_name("numaNodes"), standard_name("gpu.example.com/numaNode"), standard_name("uuid")
-    ('numaNode', None, None)
-    """
+
+def standard_name(name: str) -> "str | None":
+    """The standard attribute (``numaNode``...) ``name`` asks for, unqualified or in the
+    standard domain (``numaNodes`` asks ``numaNode``); ``None`` for any other name."""
     domain, sep, local = name.rpartition(DOMAIN_SEPARATOR)
     if sep and domain != STANDARD_DOMAIN:
         return None
@@ -1044,24 +1015,10 @@ def standard_name(name: str) -> "str | None":
     return local if local in _ALIASES else None
 
 
-def tried_names(device: Device, standard: str) -> "tuple[str, ...]":
-    """The attributes :func:`lookup` tries for the standard attribute ``standard``, in order.
-
-    >>> tried_names(Device("gpu.example.com", "p", "n"), "pciBusID")[:2]
-    ('gpu.example.com/pciBusID', 'resource.kubernetes.io/pciBusID')
-    """
-    names = (_OWN + standard, _STANDARD + standard, *STANDARD_ALIASES.get(standard, ()))
-    own = device.driver + DOMAIN_SEPARATOR
-    return tuple(dict.fromkeys(name.replace(_OWN, own) for name in names))
-
-
 def standard_values(device: Device, name: str) -> "tuple[object, ...] | None":
-    """The model's answer to a standard attribute as a set of values, for matching.
-
-    ``numaNode``: every NUMA node (a list is a set, KEP-6072); ``pciBusID``:
-    the address in the standard form; ``pcieRoot``: every root. ``None`` when
-    ``name`` is no standard attribute (:func:`standard_name`).
-    """
+    """The model's answer to standard attribute ``name`` as a set of values, for
+    matching (every NUMA node, the PCI address in its standard form, every root);
+    ``None`` when ``name`` is no standard attribute."""
     standard = standard_name(name)
     if standard is None:
         return None
@@ -1073,56 +1030,6 @@ def standard_values(device: Device, name: str) -> "tuple[object, ...] | None":
         pci = pci_address_of(device, asked)
         return () if pci is None or pci.value is None else (pci.value,)
     return device.pcie_roots
-
-
-def matches(device: Device, name: str, wanted: object) -> bool:
-    """Whether attribute ``name`` of ``device`` has the value ``wanted``.
-
-    A list on either side is a set, as a ResourceClaim's ``matchAttribute``
-    treats list attributes (KEP-5491): they match when they share a value. A
-    standard attribute is compared in its meaning (:func:`standard_values`):
-    ``numaNode`` 0 matches a device local to nodes ``[1, 0]``, ``pciBusID``
-    ``0000:3B:00.0`` matches NVIDIA's ``00000000:3B:00.0``.
-
-    >>> from dra_metadata import Device, DeviceAttribute as A
-    >>> cpu = Device("dra.cpu", "p", "c", {"numaNodeID": A(int=1), "cpus": A(ints=(4, 5))})
-    >>> matches(cpu, "numaNode", 1), matches(cpu, "cpus", 5), matches(cpu, "cpus", [6, 7])
-    (True, True, False)
-    """
-    wanted_values = tuple(wanted) if isinstance(wanted, list | tuple) else (wanted,)
-    have = standard_values(device, name)
-    if have is None:
-        found = device.find_attribute(name)
-        value = None if found is None else found.value
-        if value is None:
-            return False
-        have = value if isinstance(value, tuple) else (value,)
-    elif standard_name(name) == "pciBusID":
-        wanted_values = tuple(
-            normal_pci_address(v) if isinstance(v, str) else v for v in wanted_values
-        )
-    return any(  # True is no 1 here
-        (type(a) is bool) == (type(b) is bool) and a == b for a in have for b in wanted_values
-    )
-
-
-def known_names(device: Device) -> "list[str]":
-    """The names :func:`lookup` can answer on ``device``: its keys, local names, the standard ones.
-
-    What a "did you mean" chooses from.
-    """
-    names = dict.fromkeys(device.attributes)
-    for key in device.attributes:
-        domain, sep, local = key.rpartition(DOMAIN_SEPARATOR)
-        if sep and domain in (device.driver, STANDARD_DOMAIN):
-            names.setdefault(local)
-    for local in _ALIASES:
-        if lookup(device, local) is not None:
-            names.setdefault(local)
-            list_name = next((k for k, v in LIST_QUESTIONS.items() if v == local), None)
-            if list_name is not None:
-                names.setdefault(list_name)
-    return list(names)
 
 
 _ATTRIBUTE_KINDS: "Final[tuple[tuple[str, DeviceKind], ...]]" = (
@@ -1172,14 +1079,8 @@ def normal_pci_address(text: str) -> str | None:
 
 
 def is_pcie_root(text: str) -> bool:
-    """Whether ``text`` is a PCIe root complex in the standard form (``pci0000:3a``).
-
-    ``pci``, a domain of 4 to 8 lower-case hex digits, ``:``, a bus of 2 (as Linux
-    names the directory under ``/sys/devices``; checked by hand: no pattern to compile).
-
-    >>> is_pcie_root("pci0000:3a"), is_pcie_root("pci10000:00"), is_pcie_root("0000:3a")
-    (True, True, False)
-    """
+    """Whether ``text`` is a PCIe root in the standard form: ``pci``, a 4-8 digit
+    lower-case hex domain, ``:``, a 2-digit bus (``pci0000:3a``, as Linux names it)."""
     domain, colon, bus = text[3:].partition(":")
     return (
         text[:3] == "pci"
@@ -1203,16 +1104,9 @@ class PciAddress(msgspec.Struct, frozen=True, gc=False):
 
 
 def pci_address_of(device: Device, name: str = "pciBusID") -> PciAddress | None:
-    """The device's PCI address attribute (:func:`lookup` of ``name``), normalised.
-
-    ``name`` is ``pciBusID`` or ``resource.kubernetes.io/pciBusID`` (which tries
-    the standard attribute before the driver's own). ``None`` when the device
-    has none.
-
-    >>> from dra_metadata import Device, DeviceAttribute as A
-    >>> pci_address_of(Device("dra.net", "p", "n", {"pciAddress": A(string="../../x")}))
-    PciAddress(value=None, source='dra.net/pciAddress', raw='../../x')
-    """
+    """The device's PCI address attribute (:func:`lookup` of ``name``: ``pciBusID``, or
+    the standard-first ``resource.kubernetes.io/pciBusID``), normalised; ``None``
+    when it has none."""
     found = lookup(device, name)
     if found is None:
         return None
@@ -1282,19 +1176,13 @@ _STD_NUMA: Final = _STANDARD + _NUMA_NODE
 
 
 def numa_of(device: Device, name: str = _NUMA_NODE) -> NumaNodes:
-    """The device's NUMA nodes, read in :func:`lookup`'s order for ``name``.
-
-    ``name`` is ``numaNode`` (the driver's own first, as the properties read it) or
-    ``resource.kubernetes.io/numaNode`` (the standard attribute first).
+    """The device's NUMA nodes, read in :func:`lookup`'s order for ``name`` (``numaNode``,
+    the driver's own first; or ``resource.kubernetes.io/numaNode``, the standard first).
 
     >>> from dra_metadata import Device, DeviceAttribute as A
-    >>> numa_of(Device("dra.cpu", "p", "c", {"numaNodeID": A(int=1)})).nodes
-    (1,)
     >>> cpu = Device("dra.cpu", "p", "c", {"resource.kubernetes.io/numaNode": A(ints=(1, 0))})
     >>> numa_of(cpu).nodes, numa_of(cpu).physical
     ((1, 0), 1)
-    >>> numa_of(Device("d", "p", "n", {"resource.kubernetes.io/numaNode": A(int=-1)})).unknown
-    ('resource.kubernetes.io/numaNode',)
     """
     attributes = device.attributes
     if not attributes:
@@ -1351,19 +1239,9 @@ def pcie_roots_of(device: Device) -> tuple[str, ...]:
 
 
 def standard_problem(device: Device, name: str) -> "str | None":
-    """Why the device's standard ``name`` (``pciBusID``, ``pcieRoot``) is not in its standard form.
-
-    ``name`` may be qualified with the standard domain (the attribute then looked
-    up as :func:`lookup` looks that name up). ``None`` when the value is in its
-    standard form, or when the device has no such attribute. The one
-    message for every door that prints the value in its standard form
-    (``get``, ``env``); ``show`` and ``--format go`` print it as written.
-
-    >>> from dra_metadata import Device, DeviceAttribute as A
-    >>> bad = Device("d.example.com", "p", "n", {"resource.kubernetes.io/pciBusID": A(string="x")})
-    >>> print(standard_problem(bad, "pciBusID"))  # doctest: +NORMALIZE_WHITESPACE
-    device d.example.com/p/n: resource.kubernetes.io/pciBusID holds 'x', which is not
-    a PCI address in any form (standard form: 0000:3b:00.0)
+    """Why the device's standard ``name`` (``pciBusID``, ``pcieRoot``, or qualified in
+    the standard domain) is not in its standard form, or ``None``: the one message
+    (:func:`malformed`) of every door that prints the standard form (``get``, ``env``).
     """
     raw: AttributeValue | None
     standard = standard_name(name)

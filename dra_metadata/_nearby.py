@@ -27,6 +27,7 @@ import stat
 from typing import Final
 
 from ._errors import MetadataNotFoundError
+from ._model import DOMAIN_SEPARATOR, STANDARD_ALIASES, STANDARD_DOMAIN, Device
 from ._paths import (
     METADATA_FILE_SUFFIX,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
@@ -44,6 +45,7 @@ __all__ = [
     "nothing_mounted",
     "nothing_mounted_text",
     "subdir_of",
+    "tried_names",
 ]
 
 #: The usual cause of a claim that is not mounted, and the fix.
@@ -274,3 +276,15 @@ def _explain_any_claim(
     if not found:
         return f"{lead}: {nothing_mounted_text(root)}", []
     return f"{lead}; mounted here: {_quoted(found)}", found
+
+
+def tried_names(device: Device, standard: str) -> tuple[str, ...]:
+    """The attributes :func:`~._model.lookup` tries for the standard attribute ``standard``.
+
+    >>> from dra_metadata import Device
+    >>> tried_names(Device("gpu.example.com", "p", "n"), "pciBusID")[:2]
+    ('gpu.example.com/pciBusID', 'resource.kubernetes.io/pciBusID')
+    """
+    own, std = device.driver + DOMAIN_SEPARATOR, STANDARD_DOMAIN + DOMAIN_SEPARATOR
+    names = (own + standard, std + standard, *STANDARD_ALIASES.get(standard, ()))
+    return tuple(dict.fromkeys(names))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["did_you_mean", "escape_char", "one_line"]
+__all__ = ["closest", "did_you_mean", "escape_char", "one_line"]
 
 
 #: Characters :func:`one_line` (and the CLI's ``json_text``) write as short escapes.
@@ -54,23 +54,36 @@ def one_line(text: str) -> str:
 def did_you_mean(wanted: str, known: Iterable[str]) -> str:
     """``"; did you mean 'X'?"`` for the known name closest to ``wanted``, or ``""``.
 
-    The same name in another case first (``UUID`` -> ``uuid``), then a name that
-    starts with it, then the closest by spelling.
-
     >>> did_you_mean("--clam", ["--claim", "--request"]), did_you_mean("sho", ["show", "ls"])
     ("; did you mean '--claim'?", "; did you mean 'show'?")
     >>> did_you_mean("UUID", ["uuid", "index"]), did_you_mean("--zzz", ["--root"])
     ("; did you mean 'uuid'?", '')
     """
+    found = closest(wanted, known)
+    return "" if found is None else f"; did you mean {found!r}?"
+
+
+def closest(
+    wanted: str, known: Iterable[str], *, cutoff: float = 0.6, prefix: bool = True
+) -> str | None:
+    """The known name ``wanted`` most likely meant, or ``None``: the one rule of every
+    suggestion (options, commands, attributes, kinds, profiles, lint's field names).
+
+    The same name in another case first (``UUID`` -> ``uuid``), then (with
+    ``prefix``) a name that starts with it, then the closest by spelling, ignoring
+    case, at least ``cutoff`` alike (:func:`difflib.get_close_matches`).
+    """
     import difflib  # only on the way to an error
 
     names = [name for name in known if name != wanted]
     folded = wanted.casefold()
-    close = [name for name in names if name.casefold() == folded]
-    if not close and len(wanted) > 2:
-        close = [name for name in names if name.startswith(wanted)]
-    if not close:
-        by_fold = {name.casefold(): name for name in reversed(names)}
-        found = difflib.get_close_matches(folded, list(by_fold), n=1, cutoff=0.6)
-        close = [by_fold[found[0]]] if found else []
-    return f"; did you mean {close[0]!r}?" if close else ""
+    for name in names:
+        if name.casefold() == folded:
+            return name
+    if prefix and len(wanted) > 2:
+        for name in names:
+            if name.startswith(wanted):
+                return name
+    by_fold = {name.casefold(): name for name in reversed(names)}
+    found = difflib.get_close_matches(folded, list(by_fold), n=1, cutoff=cutoff)
+    return by_fold[found[0]] if found else None

@@ -57,7 +57,7 @@ from ._model import (
     numa_of,
     standard_problem,
 )
-from ._select import MountedDevice
+from ._mounted import MountedDevice
 from ._text import one_line
 
 if TYPE_CHECKING:  # the inventory reads this module (Inventory.topology()), never the reverse

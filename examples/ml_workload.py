@@ -8,7 +8,9 @@ claim for an SR-IOV NIC (``nic``) and a CPU claim (``cpus``). At start-up it:
 2. finds the NIC's interface name and IPs for its collective-communication
    library, or says that the network data is not there yet;
 3. says which GPU the prioritized request of its inference claim got;
-4. pins itself to the CPUs it was given when they sit on one NUMA node.
+4. pins itself to the CPUs it was given when they sit on one NUMA node, and
+   says which NUMA node the NIC is on: the physical one, a ``numaNode`` list's
+   first element (KEP-6072), not every node the list names.
 
 Run it against the sample tree::
 
@@ -77,7 +79,8 @@ def network_report() -> list[str]:
             continue
         lines.append(
             f"nic {nic.name}: {net.interface_name} ips={','.join(net.ips)} "
-            f"mac={net.hardware_address} numa={list(nic.numa_nodes)}"
+            f"mac={net.hardware_address} numa={nic.numa_node} "
+            f"(local to nodes {','.join(map(str, nic.numa_nodes))})"
         )
     return lines
 
@@ -85,8 +88,9 @@ def network_report() -> list[str]:
 def cpu_report() -> list[str]:
     """The CPUs of claim ``cpus`` and whether they share one NUMA node."""
     md = dm.read_resource_claim("cpus", "cpus", driver="dra.cpu")
-    cpus = sorted(dev.attribute("cpuID", default=-1) for _, dev in md.devices())  # type: ignore[type-var]
-    nodes = {dev.attribute("numaNodeID") for _, dev in md.devices()}
+    # require(): the value, or an error naming the device and what it has instead
+    cpus = sorted(int(str(dev.require("cpuID"))) for _, dev in md.devices())
+    nodes = {dev.numa_node for _, dev in md.devices()}  # from dra.cpu/numaNodeID here
     where = (
         f"NUMA node {nodes.pop()}" if len(nodes) == 1 else f"NUMA nodes {sorted(map(str, nodes))}"
     )

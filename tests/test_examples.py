@@ -65,6 +65,7 @@ def test_ml_workload_example_runs() -> None:
     )
     assert "inference gpu/high-memory: gpu-2 memory=141Gi" in lines
     assert any(line.startswith("nic enp94s0f0v3: net1 ips=10.20.30.41/24") for line in lines)
+    assert any(line.endswith("numa=1 (local to nodes 1,0)") for line in lines)  # KEP-6072
     assert lines[-1] == "cpus [0, 1, 2, 3] on NUMA node 0"
 
 

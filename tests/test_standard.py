@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dra_metadata as dm
-from dra_metadata._model import lookup, matches, numa_of
+from dra_metadata._inventory import matches
+from dra_metadata._model import lookup, numa_of
 from dra_metadata.testing import MetadataTree
 from tests.conftest import REPO
 from tests.test_live import make_sys
@@ -223,8 +225,10 @@ def test_every_door_finds_an_alias_by_its_standard_name(tree: Path) -> None:
     args = ("--root", str(tree), "--claim", "gpus", "--request", "gpu")
     got = cli("get", *args, "pciBusID")
     assert (got.returncode, got.stdout) == (0, "0000:18:00.0\n0000:86:00.0\n")
+    start = time.monotonic()
     waited = cli("wait", *args, "--attribute", "pciBusID", "--timeout", "20s")
     assert waited.returncode == 0, waited.stderr
+    assert time.monotonic() - start < 10  # at once: it is there (a process start, not 20 s)
     inv = dm.inventory(tree)
     assert [d.name for d in inv.devices(has="pciBusID")] == ["gpu-0", "gpu-1", "vf-3"]
     assert [d.name for d in inv.devices(has=STD + "pciBusID")] == ["gpu-0", "gpu-1", "vf-3"]

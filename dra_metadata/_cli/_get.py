@@ -195,7 +195,8 @@ def _get(args: argparse.Namespace) -> int:
         why = notes[missing[0]]
         hint = ""
         if not why:
-            from .._model import known_names, standard_name, tried_names
+            from .._model import known_names, standard_name
+            from .._nearby import tried_names
 
             standard = standard_name(args.name)
             if standard is not None:
