@@ -982,6 +982,8 @@ def lookup(device: Device, name: str) -> "tuple[str, DeviceAttribute] | None":
         if found is not None:
             return standard, found
     for alias, alias_domain, alias_local in _ALIASES.get(local, ()):
+        if alias not in attributes and alias_local not in attributes:
+            continue  # the only two keys qualified_entry looks up: neither is there
         found = qualified_entry(device, alias, alias_domain, alias_local)
         if found is not None:
             return alias, found
@@ -1190,7 +1192,9 @@ def numa_of(device: Device, name: str = _NUMA_NODE) -> NumaNodes:
     driver = device.driver
     own = driver + DOMAIN_SEPARATOR + _NUMA_NODE
     found: list[tuple[str, DeviceAttribute]] = []
-    entry = qualified_entry(device, own, driver, _NUMA_NODE)
+    entry = attributes.get(own)
+    if entry is None:
+        entry = attributes.get(_NUMA_NODE)  # the driver's own, unqualified
     if entry is not None:
         found.append((own, entry))
     if own != _STD_NUMA and (entry := attributes.get(_STD_NUMA)) is not None:
