@@ -45,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,6 +57,8 @@ SIZES = (300, 1000, 10000)
 QUICK_SIZES = (300, 1000)
 RATIO_TARGET = 2.0  # at 1,000 devices
 SECONDS_TARGET = 60.0  # at 10,000 devices
+MEMORY_DEVICES = 2000  # every one on its own PCIe root: as many placement classes as devices
+MEMORY_TARGET = 2.0  # peak RSS of --json and --matrix over the tree's
 A = dm.DeviceAttribute
 STD = dm.STANDARD_DOMAIN + "/"
 
@@ -114,9 +116,30 @@ def devices(count: int) -> dict[str, list[dm.Device]]:
     return found
 
 
-def write_tree(root: Path, count: int) -> None:
-    """One claim, one request per driver."""
-    for driver, devs in devices(count).items():
+def distinct_devices(count: int) -> dict[str, list[dm.Device]]:
+    """``count`` GPUs, each on a PCIe root and NUMA node of its own: no two share a row."""
+    return {
+        "gpu.example.com": [
+            dm.Device(
+                "gpu.example.com",
+                "node",
+                f"gpu-{index}",
+                {
+                    "uuid": A(string=f"GPU-{index:08x}"),
+                    STD + "pcieRoot": A(string=f"pci{index:04x}:00"),
+                    STD + "numaNode": A(int=index % 1024),
+                },
+            )
+            for index in range(count)
+        ]
+    }
+
+
+def write_tree(
+    root: Path, count: int, made: Callable[[int], dict[str, list[dm.Device]]] | None = None
+) -> None:
+    """One claim, one request per driver (the devices of ``made``, :func:`devices` by default)."""
+    for driver, devs in (made or devices)(count).items():
         md = dm.DeviceMetadata(
             metadata=dm.ObjectMeta(name="pod", namespace="ns", uid="u", generation=1),
             requests=(dm.DeviceMetadataRequest(driver.replace(".", "-"), tuple(devs)),),
@@ -146,6 +169,37 @@ def timed(root: Path, *args: str) -> float:
 
 #: The contenders of a round: the tree, then the two outputs, as topology options.
 MODES: dict[str, tuple[str, ...]] = {"tree": (), "json": ("--json",), "matrix": ("--matrix",)}
+
+
+def peak_rss(root: Path, *args: str) -> int:
+    """Peak resident memory, in KiB, of one ``topology`` run (output to /dev/null)."""
+    code = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+        "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    command = [sys.executable, "-m", "dra_metadata", "topology", "--root", str(root), *args]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *command], capture_output=True, text=True, env=env, cwd=REPO
+    )
+    status, kib = done.stdout.split()
+    if status != "0":
+        raise SystemExit(f"topology {' '.join(args)} failed: exit {status}")
+    return int(kib)
+
+
+def memory_row(tmp: Path) -> dict[str, float]:
+    """Peak RSS of the tree, --json and --matrix at MEMORY_DEVICES devices on distinct roots."""
+    root = tmp / "distinct"
+    write_tree(root, MEMORY_DEVICES, distinct_devices)
+    peaks = {name: peak_rss(root, *options) for name, options in MODES.items()}
+    return {
+        "devices": MEMORY_DEVICES,
+        **{f"{name}_mib": kib / 1024 for name, kib in peaks.items()},
+        "json_ratio": peaks["json"] / peaks["tree"],
+        "matrix_ratio": peaks["matrix"] / peaks["tree"],
+    }
 
 
 def interleaved(root: Path, rounds: int) -> dict[str, list[float]]:
@@ -198,8 +252,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name in ("json", "matrix"):
                     if row[f"{name}_s"] >= SECONDS_TARGET:
                         misses.append(f"--{name} at 10,000 devices: {row[f'{name}_s']:.1f} s")
+        memory = memory_row(Path(tmp))
+        for name in ("json", "matrix"):
+            if memory[f"{name}_ratio"] > MEMORY_TARGET:
+                misses.append(
+                    f"--{name} peak RSS at {MEMORY_DEVICES:,} distinct roots: "
+                    f"{memory[f'{name}_ratio']:.2f}x the tree's"
+                )
     if args.json:
-        print(json.dumps({"rows": rows, "misses": misses}, indent=2))
+        print(json.dumps({"rows": rows, "memory": memory, "misses": misses}, indent=2))
     else:
         print("| devices | rounds | tree s | --json s | ratio | --matrix s | ratio |")
         print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -211,8 +272,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         print("times: medians over the rounds; ratios: medians of the per-round ratios")
         print(
+            f"peak RSS at {MEMORY_DEVICES:,} devices on distinct roots: tree "
+            f"{memory['tree_mib']:.0f} MiB, --json {memory['json_mib']:.0f} MiB "
+            f"({memory['json_ratio']:.2f}x), --matrix {memory['matrix_mib']:.0f} MiB "
+            f"({memory['matrix_ratio']:.2f}x)"
+        )
+        print(
             f"targets: at 1,000 devices each ratio < {RATIO_TARGET:g}x; "
-            f"at 10,000 each time < {SECONDS_TARGET:g} s"
+            f"at 10,000 each time < {SECONDS_TARGET:g} s; "
+            f"peak RSS <= {MEMORY_TARGET:g}x the tree's"
         )
         for miss in misses:
             print(f"MISSED: {miss}")

@@ -435,8 +435,20 @@ def _placement(device: TopologyDevice) -> tuple[object, ...]:
     return (frozenset(device.pcie_roots), frozenset(device.numa_nodes), device.socket)
 
 
+#: Rows of affinity levels kept for reuse (:class:`_Affinities`), and of encoded JSON
+#: (``topology --json``): enough for every placement class of a real pod, few enough
+#: that memory stays linear in the devices when every device is its own class.
+ROWS_KEPT: Final = 64
+
+
 class _Affinities:
-    """Affinity between devices through their placement classes: O(1) a pair after O(n)."""
+    """Affinity between devices through their placement classes: O(1) a pair after O(n).
+
+    A class's row is computed once and kept while it is among the last
+    :data:`ROWS_KEPT` used: devices mostly share a few classes (all of a pod's CPUs
+    next to one root), and when every device is its own class each row is needed
+    once, so memory stays O(n) whatever the placements.
+    """
 
     def __init__(self, devices: Iterable[TopologyDevice]) -> None:
         self.classes: dict[tuple[object, ...], int] = {}
@@ -453,10 +465,14 @@ class _Affinities:
 
     def row(self, number: int) -> list[Affinity]:
         """Placement class ``number`` -> its affinity with every class."""
-        found = self._rows.get(number)
+        rows = self._rows
+        found = rows.pop(number, None)
         if found is None:
             me = self.members[number]
-            found = self._rows[number] = [_between(me, other) for other in self.members]
+            found = [_between(me, other) for other in self.members]
+            if len(rows) >= ROWS_KEPT:
+                del rows[next(iter(rows))]  # the least recently used
+        rows[number] = found  # last: the most recently used
         return found
 
 
@@ -658,34 +674,39 @@ class Topology(msgspec.Struct, frozen=True, gc=False):
 
     def matrix(self, width: int = 80) -> str:
         """Device x device affinity, like ``nvidia-smi topo -m``, then a legend."""
+        return "".join(self.matrix_lines(width))
+
+    def matrix_lines(self, width: int = 80) -> Iterator[str]:
+        """:meth:`matrix` a line at a time (each ending in a newline), for output of any size.
+
+        Memory stays linear in the devices: one row is built at a time, and rows of
+        placement classes are kept only while among the last few used.
+        """
         groups = _groups(list(self.devices))
         labels = [_group_label(group) for group in groups]
         cell = max([4, *(len(label) for label in labels)]) + 1
         head = max(len(label) for label in labels) + 1 if labels else 1
-        lines = []
         if groups:
             table = _Affinities(group[0] for group in groups)
             padded = {level: text.rjust(cell) for level, text in _CELL.items()}
-            lines.append(" " * head + "".join(label.rjust(cell) for label in labels))
+            top = " " * head + "".join(label.rjust(cell) for label in labels)
+            if len(top) > width:
+                yield f"(wider than {width} columns: use --json for every pair)\n"
+            yield top.rstrip() + "\n"
             for index, (label, number) in enumerate(zip(labels, table.class_of, strict=True)):
                 cells = [padded[level] for level in table.row(number)]
                 row = [cells[other] for other in table.class_of]
                 row[index] = padded["same"]
-                lines.append(label.ljust(head) + "".join(row))
-            lines.append("")
+                yield (label.ljust(head) + "".join(row)).rstrip() + "\n"
+            yield "\n"
             legend = [(2, tuple(one_line(c) for c in _device_cells(g))) for g in groups]
-            lines.extend(_layout(legend, width, indent="").splitlines())
-            lines.append("")
-        lines.extend(
-            _cut(line, width)
-            for line in (
-                "X = itself, ROOT = a shared PCIe root, NUMA = a shared NUMA node,",
-                "SOCK = same socket, SYS = different NUMA nodes, ? = not in the metadata",
-            )
-        )
-        if groups and len(lines[0]) > width:
-            lines.insert(0, f"(wider than {width} columns: use --json for every pair)")
-        return "".join(line.rstrip() + "\n" for line in lines)
+            yield _layout(legend, width, indent="")
+            yield "\n"
+        for line in (
+            "X = itself, ROOT = a shared PCIe root, NUMA = a shared NUMA node,",
+            "SOCK = same socket, SYS = different NUMA nodes, ? = not in the metadata",
+        ):
+            yield _cut(line, width).rstrip() + "\n"
 
 
 def _groups(devices: list[TopologyDevice]) -> list[list[TopologyDevice]]:

@@ -133,8 +133,8 @@ def test_help_documents_the_exit_codes() -> None:
         assert done.returncode == 0
         assert (
             "exit codes: 0 success, 1 condition false or invalid, 64 usage error,\n"
-            "65 not decodable, 66 not found, 69 cannot happen here (wait), 74 output not\n"
-            "written, 130 interrupted." in done.stdout
+            "65 not decodable, 66 not found, 69 cannot happen here (wait), 71 out of memory,\n"
+            "74 output not written, 130 interrupted." in done.stdout
         )
 
 

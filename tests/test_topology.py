@@ -410,3 +410,77 @@ def test_names_the_node_wrote_cannot_break_json_or_lines(tmp_path: Path) -> None
     assert len(out.splitlines()) == 2  # the file, the summary
     code, out, _ = run("doctor", "--root", str(tmp_path), "--json")
     assert json.loads(out)["findings"][0]["path"].endswith("c\\xff\nx/r/dra.cpu-metadata.json")
+
+
+def _distinct_tree(root: Path, count: int) -> Path:
+    """``count`` GPUs, each on a PCIe root and NUMA node of its own (no shared rows)."""
+    gpus = [
+        dm.Device(
+            "gpu.example.com",
+            "node",
+            f"gpu-{index}",
+            {
+                "uuid": A(string=f"GPU-{index:08x}"),
+                STD + "pcieRoot": A(string=f"pci{index:04x}:00"),
+                STD + "numaNode": A(int=index % 1024),
+            },
+        )
+        for index in range(count)
+    ]
+    return write_claims(root, {"pod/gpu": gpus})
+
+
+def _peak_kib(*args: str) -> int:
+    """Peak RSS (KiB) of ``python -m dra_metadata ARGS``, output to /dev/null."""
+    code = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+        "assert done.returncode == 0, done.returncode\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, sys.executable, "-m", "dra_metadata", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    return int(done.stdout)
+
+
+def test_json_and_matrix_memory_stays_linear_when_no_two_devices_share_a_row(
+    tmp_path: Path,
+) -> None:
+    """1,500 devices on distinct roots: --json and --matrix peak within 2x the tree's."""
+    root = str(_distinct_tree(tmp_path, 1500))
+    tree = _peak_kib("topology", "--root", root)
+    for option in ("--json", "--matrix"):
+        peak = _peak_kib("topology", "--root", root, option)
+        assert peak <= 2 * tree, (option, peak, tree)
+
+
+def test_out_of_memory_is_one_line_and_exit_71(tmp_path: Path) -> None:
+    """A MemoryError in a command is one stderr line and exit 71, never a traceback."""
+    root = str(_distinct_tree(tmp_path, 3000))
+    code = (
+        "import re, resource, sys\n"
+        "import dra_metadata._cli as cli, dra_metadata._cli._topology, dra_metadata._topology\n"
+        "import dra_metadata._inventory, dra_metadata._mounted, msgspec.json\n"
+        "status = open('/proc/self/status').read()\n"
+        "size = int(re.search(r'VmSize:\\s+(\\d+) kB', status).group(1)) * 1024\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (size + (2 << 20), resource.RLIM_INFINITY))\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "topology", "--root", root, "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 71, done.stderr
+    assert done.stderr.startswith("dra-metadata: out of memory: raise the memory limit")
+    assert len(done.stderr.splitlines()) == 1

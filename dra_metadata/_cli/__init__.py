@@ -65,6 +65,7 @@ __all__ = [
     "EXIT_IOERR",
     "EXIT_NOT_FOUND",
     "EXIT_OK",
+    "EXIT_OSERR",
     "EXIT_UNAVAILABLE",
     "EXIT_UNDECODABLE",
     "EXIT_USAGE",
@@ -104,6 +105,7 @@ EXIT_USAGE: Final = 64
 EXIT_UNDECODABLE: Final = 65
 EXIT_NOT_FOUND: Final = 66
 EXIT_UNAVAILABLE: Final = 69
+EXIT_OSERR: Final = 71
 EXIT_IOERR: Final = 74
 EXIT_INTERRUPTED: Final = 130
 
@@ -111,8 +113,8 @@ PROG: Final = "dra-metadata"
 
 EPILOG: Final = """\
 exit codes: 0 success, 1 condition false or invalid, 64 usage error,
-65 not decodable, 66 not found, 69 cannot happen here (wait), 74 output not
-written, 130 interrupted.
+65 not decodable, 66 not found, 69 cannot happen here (wait), 71 out of memory,
+74 output not written, 130 interrupted.
 The root defaults to $DRA_METADATA_ROOT, else /var/run/kubernetes.io/dra-device-attributes.
 """
 
@@ -754,6 +756,7 @@ def _run(arguments: list[str]) -> int:
                 fail(str(err))
                 return EXIT_IOERR
         return status
+    out_of_memory = False
     try:
         code: int = args.handler(args)
     except DRAMetadataError as err:
@@ -764,4 +767,12 @@ def _run(arguments: list[str]) -> int:
     except OutputError as err:
         fail(str(err))
         return EXIT_IOERR
+    except MemoryError:
+        out_of_memory = True  # said below, once the exception (and what it holds) is gone
+    if out_of_memory:
+        fail(
+            "out of memory: raise the memory limit (a container's, or ulimit -v), or read "
+            "less at a time (--claim, --request, --driver)"
+        )
+        return EXIT_OSERR
     return code

@@ -136,10 +136,13 @@ def _indented(value: object, depth: int) -> bytes:
 def write_json(topo: Topology) -> None:
     """``topo.to_dict()`` as :func:`json_bytes` prints it, written one affinity row at a time.
 
-    The same bytes, in O(n) memory beyond one row: at 10,000 devices the
-    affinity of every pair is 10^8 entries, which one object would not hold.
+    The same bytes, in O(n) memory: at 10,000 devices the affinity of every pair
+    is 10^8 entries, which one object would not hold; rows are kept for the last
+    :data:`~dra_metadata._topology.ROWS_KEPT` placement classes only.
     Labels and levels are ASCII, so rows skip the UTF-8 walk.
     """
+    from .._topology import ROWS_KEPT
+
     head = topo._head()
     write_stdout(b"{\n")
     for key, value in head.items():
@@ -148,9 +151,9 @@ def write_json(topo: Topology) -> None:
     table = topo._affinity_table()
     labels = [device.label.encode() for device in topo.devices]
     keys = [b'\n      "' + label + b'": "' for label in labels]
-    bodies: dict[int, tuple[bytes, list[int]]] = {}
+    bodies: dict[int, tuple[bytes, list[int]]] = {}  # the last ROWS_KEPT classes' rows
     for index, number in enumerate(table.class_of):
-        body = bodies.get(number)
+        body = bodies.pop(number, None)
         if body is None:  # one row of this placement class, with where each entry starts
             levels = [level.encode() for level in table.row(number)]
             parts = [
@@ -159,7 +162,10 @@ def write_json(topo: Topology) -> None:
             starts = [0]
             for part in parts:
                 starts.append(starts[-1] + len(part))
-            body = bodies[number] = (b"".join(parts)[:-1], starts)
+            body = (b"".join(parts)[:-1], starts)
+            if len(bodies) >= ROWS_KEPT:
+                del bodies[next(iter(bodies))]  # the least recently used
+        bodies[number] = body
         text, starts = body
         write_stdout(
             (b"{" if index == 0 else b",")
@@ -187,8 +193,11 @@ def _topology(args: argparse.Namespace) -> int:
         write_json(topo)
     else:
         width = output_width()
-        text = topo.matrix(width) if args.matrix else topo.tree(width)
-        write_stdout(text.encode("utf-8", "surrogateescape"))
+        if args.matrix:  # a line at a time: n devices are n² cells
+            for line in topo.matrix_lines(width):
+                write_stdout(line.encode("utf-8", "surrogateescape"))
+        else:
+            write_stdout(topo.tree(width).encode("utf-8", "surrogateescape"))
     worst = EXIT_OK
     if not topo.devices:
         fail(f"no device could be read under {inv.root}")
