@@ -62,8 +62,10 @@ Formats
 
 ``shell``
     ``export NAME=value``, the value in single quotes unless it only has
-    characters no shell treats specially (a ``'`` is written ``'\\''``). Safe
-    to ``eval`` or ``.`` in POSIX sh and bash, and every value comes back exactly.
+    characters no shell treats specially (a ``'`` is written ``'\\''``; a value
+    starting with ``=``, or with ``:=`` in it, is quoted: zsh expands ``=cmd``
+    there). Safe to ``eval`` or ``.`` in POSIX sh (dash, busybox), bash and zsh,
+    and every value comes back exactly.
 ``dotenv``
     ``NAME=value`` for the docker compose ``env_file`` syntax (also read as
     written by python-dotenv with ``interpolate=False``). Values made only of
@@ -927,8 +929,13 @@ def env_vars(
 
 
 def shell_line(name: str, value: str) -> str:
-    """``export NAME=value`` for POSIX sh and bash, quoted when needed."""
-    if value and not value.strip(_PLAIN_CHARS):
+    """``export NAME=value`` for POSIX sh, bash and zsh, quoted when needed.
+
+    Bare only when no shell expands it: plain characters, and no ``=`` where zsh
+    takes it for a command's path (at the start, or after a ``:``, as in
+    ``export X==ls``); ``~`` is never bare.
+    """
+    if value and not value.strip(_PLAIN_CHARS) and value[0] != "=" and ":=" not in value:
         return f"export {name}={value}"
     return "export " + name + "='" + value.replace("'", "'\\''") + "'"
 

@@ -517,8 +517,8 @@ def test_help_documents_the_exit_codes(command: str) -> None:
     assert done.returncode == 0
     assert (
         b"exit codes: 0 success, 1 condition false or invalid, 64 usage error,\n"
-        b"65 not decodable, 66 not found, 69 cannot happen here (wait), 74 output not\n"
-        b"written, 130 interrupted." in done.stdout
+        b"65 not decodable, 66 not found, 69 cannot happen here (wait), 71 out of memory,\n"
+        b"74 output not written, 130 interrupted." in done.stdout
     )
 
 

@@ -406,14 +406,26 @@ def test_env_vars_refuses_bad_arguments() -> None:
 # Shell output: evaluated by a real sh (dash) and a real bash
 # --------------------------------------------------------------------------- #
 
-SHELLS = [shell for shell in ("/bin/sh", shutil.which("dash"), shutil.which("bash")) if shell]
+#: The shells that read ``env``'s output here, each as the command line that starts it:
+#: /bin/sh, dash, bash, zsh and busybox's sh (CI installs zsh and busybox).
+SHELLS = [
+    command
+    for command in (
+        ["/bin/sh"],
+        [shutil.which("dash") or ""],
+        [shutil.which("bash") or ""],
+        [shutil.which("zsh") or ""],
+        [shutil.which("busybox") or "", "sh"],
+    )
+    if command[0]
+]
 
 
-def sourced(shell: str, script: Path, how: str) -> dict[str, str]:
+def sourced(shell: list[str], script: Path, how: str) -> dict[str, str]:
     """The environment ``shell`` ends up with after sourcing or eval-ing ``script``."""
     load = f". {script}" if how == "source" else f'eval "$(cat {script})"'
     done = subprocess.run(
-        [shell, "-c", f"{load} && exec env -0"],
+        [*shell, "-c", f"{load} && exec env -0"],
         capture_output=True,
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
         timeout=30,
@@ -429,9 +441,29 @@ def sourced(shell: str, script: Path, how: str) -> dict[str, str]:
 
 
 def test_the_shells_are_real() -> None:
-    """/bin/sh and bash exist here, so the evaluation tests below run for real."""
-    assert "/bin/sh" in SHELLS
-    assert any(shell.endswith("bash") for shell in SHELLS)
+    """/bin/sh and bash exist here (zsh and busybox too under CI), so the tests run for real."""
+    names = {os.path.basename(shell[0]) for shell in SHELLS}
+    assert {"sh", "bash"} <= names
+    if os.environ.get("CI") == "true":
+        assert {"dash", "zsh", "busybox"} <= names, names
+
+
+#: Values some shell would expand if they were written bare: zsh's ``=cmd`` at the start
+#: and after ``:`` in an assignment, tilde forms, globs, and the nccl profile's ``=net1``.
+EXPANDED = ["=ls", "==ls", "a:=ls", "=", "~", "~root", "a:~", "a:~/b", "*", "[ab]", "=net1,net2"]
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda shell: " ".join(shell))
+def test_values_a_shell_would_expand_come_back_exactly(tmp_path: Path, shell: list[str]) -> None:
+    """=ls, a:=ls, ~ and globs are quoted: every shell reads them back as written."""
+    wanted = {f"V{i}": value for i, value in enumerate(EXPANDED)}
+    text, refused = render(wanted, "shell")
+    assert refused == []
+    script = tmp_path / "dra.env"
+    script.write_bytes(text)
+    for how in ("source", "eval"):
+        got = sourced(shell, script, how)
+        assert {name: got.get(name) for name in wanted} == wanted, how
 
 
 @settings(

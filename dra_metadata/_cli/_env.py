@@ -36,7 +36,7 @@ domain when two would collide. Two sources that map to one name are an error
 naming both (neither is written), as is a value holding a NUL character.
 
 Formats: shell (default) writes "export NAME='value'" lines, safe to eval or
-source in sh and bash with every value exact; dotenv writes docker compose
+source in sh, bash and zsh with every value exact; dotenv writes docker compose
 env_file lines; json writes one object.
 
 A request whose file does not decode gets no variables; the others are printed

@@ -37,8 +37,10 @@ given, else the same attribute in the driver's domain (uuid is
 <driver>/uuid), else the Kubernetes standard attribute of that name, and for a
 standard attribute the names drivers publish for it today (NVIDIA's pcieBusID).
 Integers print in decimal, booleans as true/false, lists (ints, strings, ips)
-comma-joined on one line. A value that holds a newline spans lines: use -0 or
---json when values may hold one.
+comma-joined on one line. Values print as they are to a pipe or a file (a value
+that holds a newline spans lines: use -0 or --json when values may hold one); to
+a terminal, control characters (ESC, a newline) print escaped (\\x1b, \\n), as
+every command prints them there.
 
 pciBusID, numaNode, numaNodes, pcieRoot and pcieRoots (unqualified or in the
 resource.kubernetes.io domain) print the model's answer, the one the Python
@@ -233,5 +235,19 @@ def _get(args: argparse.Namespace) -> int:
                     "holds a NUL character, which -0 cannot delimit: use --json"
                 )
                 return EXIT_UNDECODABLE
+    if _to_terminal() and not all(text.isprintable() for text in texts):
+        from .._text import one_line  # ESC, OSC, newlines: shown, never obeyed
+
+        texts = [one_line(text) for text in texts]
     write_stdout("".join(text + end for text in texts).encode("utf-8", "surrogateescape"))
     return EXIT_OK
+
+
+def _to_terminal() -> bool:
+    """Whether stdout is a terminal: values are escaped there, and raw on a pipe or file."""
+    import sys
+
+    try:
+        return sys.stdout is not None and sys.stdout.isatty()
+    except (OSError, ValueError):
+        return False

@@ -276,3 +276,52 @@ def test_an_attribute_named_like_the_numa_answer_is_written_as_it_is(tmp_path: P
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     assert "export DRA_C_R_NUMA_NODES=0000:3b:00.0,0000:3b:00.1\n" in done.stdout
     assert "export DRA_C_R_1_NUMA_NODES=0000:3b:00.1\n" in done.stdout
+
+
+def _on_a_terminal(*args: str) -> bytes:
+    """What ``python -m dra_metadata ARGS`` writes to a real terminal (a pty)."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "dra_metadata", *args],
+            stdout=terminal,
+            stderr=subprocess.PIPE,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            timeout=60,
+            check=False,
+        )
+        os.close(terminal)
+        terminal = -1
+        assert done.returncode == 0, done.stderr
+        output = b""
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            output += chunk
+        return output
+    finally:
+        os.close(controller)
+        if terminal != -1:
+            os.close(terminal)
+
+
+def test_get_escapes_escape_sequences_on_a_terminal_and_not_on_a_pipe(tmp_path: Path) -> None:
+    """An OSC/CSI value prints escaped to a terminal (as every command does), raw to a pipe."""
+    evil = "GPU-1\x1b]0;pwned\x07\x1b[2J\nFAKE"
+    write_claims(
+        tmp_path, {"c/r": [dm.Device("gpu.example.com", "p", "g", {"uuid": A(string=evil)})]}
+    )
+    args = ("get", "--root", str(tmp_path), "--claim", "c", "--request", "r", "uuid")
+    shown = _on_a_terminal(*args)
+    assert b"\x1b" not in shown
+    assert b"\x07" not in shown
+    assert shown.replace(b"\r\n", b"\n") == b"GPU-1\\x1b]0;pwned\\x07\\x1b[2J\\nFAKE\n"
+    piped = cli(*args)
+    assert (piped.returncode, piped.stdout) == (0, evil + "\n")  # data for a script, as written
