@@ -562,11 +562,13 @@ _STD_ROOT: Final = PCIE_ROOT_ATTRIBUTE
 def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
     """(attribute key, qualified name, value) of a device's attributes that have a value.
 
-    The device questions come from the model: ``NUMA_NODES`` (every node, a
-    list) and ``NUMA_NODE`` (only when there is exactly one) in place of every
-    ``numaNode`` attribute the answer read; ``PCI_BUS_ID`` in the standard form
-    (from an alias too); ``PCIE_ROOTS`` and ``PCIE_ROOT`` (only when one). Other
-    aliases (``pcieBusID``, ``numaNodeID``) keep their own variables, as written.
+    The device questions come from the model: ``NUMA_NODES`` (every node, the
+    physical one first) and ``NUMA_NODE`` (the physical node) in place of every
+    ``numaNode`` attribute the answer read and of every NUMA attribute that says
+    "no affinity"; ``PCI_BUS_ID`` in the standard form (from an alias too; a value
+    in no form is a :class:`~dra_metadata.MalformedAttributeError`); ``PCIE_ROOTS``
+    and ``PCIE_ROOT`` (only when one). Other aliases (``pcieBusID``,
+    ``numaNodeID``) keep their own variables, as written.
     """
     found: list[tuple[str, str, AttributeValue]] = []
     placed: list[tuple[str, AttributeValue]] = []
