@@ -178,15 +178,12 @@ def test_corpus_streams_decode_as_go(goref: Goref) -> None:
 
 
 def test_the_harness_runs_the_pinned_module(goref: Goref) -> None:
-    """The binary was built with the module go.mod pins (what the docs say is checked)."""
-    from tests.goref.harness import MODULE, SOURCE
+    """The binary was built with the module (and Go) its module file pins, as the docs say."""
+    from tests.goref.harness import MODULE, release
 
-    pinned = next(
-        line.split()[1]
-        for line in (SOURCE / "go.mod").read_text().splitlines()
-        if line.strip().startswith(MODULE + " ")
-    )
-    assert goref.versions()[MODULE] == pinned
+    built = goref.versions()
+    assert built[MODULE] == release().version
+    assert built["go"] == (release().toolchain or built["go"])
 
 
 def test_the_shipped_corpus_holds_the_pinned_modules_answers(goref_root: Goref) -> None:
