@@ -31,7 +31,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 REPO = Path(__file__).resolve().parents[2]
 #: The harness's sources: its own Go module.
@@ -184,11 +184,21 @@ def build(*, static: bool = False, rel: Release | None = None) -> Path:
     return target
 
 
+class Rewrite(Protocol):
+    """Turns an answer to ``op`` into another release's form (tests/goref/next_release.py)."""
+
+    def __call__(self, op: str, answer: dict[str, Any], /) -> dict[str, Any]: ...
+
+
 class Goref:
-    """One running harness process; :meth:`ask` sends a request and returns its answer."""
+    """One running harness process; :meth:`ask` sends a request and returns its answer.
+
+    ``rewrite``, when set, is applied to every answer (the next release's run sets it).
+    """
 
     def __init__(self, binary: Path) -> None:
         self.binary = binary
+        self.rewrite: Rewrite | None = None
         self.proc = subprocess.Popen(
             [str(binary)],
             stdin=subprocess.PIPE,
@@ -210,7 +220,7 @@ class Goref:
         answer: dict[str, Any] = json.loads(line)
         if "harnessError" in answer:
             raise AssertionError(f"harness: {answer['harnessError']}")
-        return answer
+        return answer if self.rewrite is None else self.rewrite(request["op"], answer)
 
     def decode(self, data: bytes) -> dict[str, Any]:
         """Go's answer for one stream (the corpus' ``expect`` shape)."""
