@@ -47,7 +47,7 @@ from typing import Final, NoReturn, TypeAlias, cast
 import msgspec
 import msgspec.structs
 
-from ._field_error import go_escape_rune, go_quote
+from ._field_error import go_escape_rune, go_is_print, go_quote
 from ._model import DeviceMetadata
 from ._versions import API_VERSIONS, GROUP, version_of
 
@@ -219,8 +219,11 @@ def _escape_error(raw: bytes) -> GoDecodeError:
     text = _go_utf8(raw)
     if len(text) == 1:
         what = _quote_rune(raw, 0)
+    # jsonwire escapes a backquote, U+FFFD, a space or what Go cannot print (its Unicode
+    # tables, not Python's); every other space of Go's unicode.IsSpace is unprintable.
     elif any(
-        char == "`" or char == "\ufffd" or char.isspace() or not char.isprintable() for char in text
+        char == "`" or char == "\ufffd" or char == " " or not go_is_print(ord(char))
+        for char in text
     ):
         what = _strconv_quote(raw)
     else:

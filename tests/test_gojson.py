@@ -174,6 +174,14 @@ def test_read_value_end_returns_the_end_of_one_value() -> None:
         read_value_end(b'{"a":', 0)
 
 
+def test_escapes_quote_characters_go_can_print_in_backquotes() -> None:
+    """U+31350 (Unicode 15, unknown to Python 3.11's tables) prints as Go prints it."""
+    data = b'{"a": "\\u\xf0\xb1\x8d\x90"}'
+    assert error_of(data) == (
+        "read metadata object from stream: invalid escape sequence `\\u\U00031350` in string"
+    )
+
+
 # --- layers 2 and 3: apiVersion/kind and the scheme ---------------------------
 
 
