@@ -22,6 +22,7 @@ from dra_metadata._gojson import (
 from dra_metadata._lint import lint_exact
 from tests.conftest import DECODE_CASES, case_input, needs_corpus
 from tests.conftest import wire as corpus_wire
+from tests.exploration import examples
 
 # --- the conformance corpus ---------------------------------------------------
 
@@ -650,14 +651,14 @@ def _decode_quietly(data: bytes) -> None:
     assert isinstance(result[0], dict)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=200))
 def test_arbitrary_bytes_only_raise_go_decode_error(data: bytes) -> None:
     """Any byte string yields a result tuple or a GoDecodeError, never another exception."""
     _decode_quietly(data)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(_SEEDS),
     st.lists(

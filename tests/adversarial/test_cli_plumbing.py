@@ -251,6 +251,7 @@ def _interrupt_early(args: tuple[str, ...], runs: int, latest: float) -> list[st
     """
     complete = cli(*args).stdout
     broken = []
+    moments = random.Random(" ".join(args))  # the same moments every run
     for index in range(runs):
         process = subprocess.Popen(
             [sys.executable, *ENTRY, *args],
@@ -258,7 +259,7 @@ def _interrupt_early(args: tuple[str, ...], runs: int, latest: float) -> list[st
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        time.sleep(random.uniform(0.0, latest))
+        time.sleep(moments.uniform(0.0, latest))
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=60)
         text = err.decode("utf-8", "replace")
@@ -384,9 +385,10 @@ def test_msgspec_alone_survives_an_early_sigint_once_datetime_is_imported() -> N
     """
     code = "import datetime, msgspec; msgspec.json.Decoder(dict).decode(b'{}')"
     crashes = 0
+    moments = random.Random(100)  # the same moments every run
     for _ in range(100):
         process = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
-        time.sleep(random.uniform(0.005, 0.06))
+        time.sleep(moments.uniform(0.005, 0.06))
         process.send_signal(signal.SIGINT)
         process.wait(timeout=60)
         crashes += process.returncode == -signal.SIGSEGV

@@ -22,14 +22,16 @@ from hypothesis.errors import InvalidArgument
 import dra_metadata as dm
 from tests import strategies
 from tests.conftest import DECODE_CASES, case_input
+from tests.exploration import examples
 from tests.goref.compare import REGRESSIONS, decode_differences, save_regression
 from tests.goref.harness import Goref
 from tests.test_decode import damaged_streams, mutated_streams
 
 pytestmark = pytest.mark.goref
 
-#: How many generated streams a run compares (at least 2,000 in CI).
-EXAMPLES = int(os.environ.get("DRA_METADATA_GOREF_EXAMPLES", "2000"))
+#: How many generated streams a run compares (at least 2,000 in CI; ten times as many
+#: when exploring, tests/exploration.py).
+EXAMPLES = int(os.environ.get("DRA_METADATA_GOREF_EXAMPLES", str(examples(2000))))
 
 V1BETA1 = "metadata.resource.k8s.io/v1beta1"
 
