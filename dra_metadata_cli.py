@@ -9,7 +9,6 @@ can run; it gets the guard against msgspec's half-initialised state that
 ``dra_metadata/__init__.py`` describes, but not this one.)
 """
 
-import gc
 import sys
 
 TYPE_CHECKING = False  # typing's flag, without importing typing first (mypy reads it as true)
@@ -61,23 +60,35 @@ def _import_msgspec() -> None:
 def main() -> int:
     """Import the command line with SIGINT held back, then run it.
 
+    Every ``KeyboardInterrupt`` from here on is answered the same way, wherever
+    it is raised: while SIGINT is being blocked (Python raises one that arrived
+    just before, as the call returns), where the held one is released, in the
+    moments before the command's own handler is in place, or after it. Nothing
+    before the block imports a module that is not loaded yet (importing runs
+    importlib's Python code, where a SIGINT would end the process with a traceback
+    from this file); ``sys`` and ``_signal`` are loaded when the interpreter starts.
+
     The garbage collector is off while the modules load: they make no garbage,
     and its passes over every new object are about 1 % of a one-shot command.
     It is on again before the command runs (:func:`dra_metadata._cli.console_main`
     turns it off for a one-shot command).
     """
     held = {signal.SIGINT}
-    signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    collecting = gc.isenabled()
-    gc.disable()
+    collecting = False
     try:
         try:
+            signal.pthread_sigmask(signal.SIG_BLOCK, held)  # one that came just now is raised here
+            import gc
+
+            collecting = gc.isenabled()
+            gc.disable()
             _import_msgspec()
             from dra_metadata._cli import console_main as run
         finally:
             if collecting:
                 gc.enable()
             signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # a held SIGINT is raised here
+        return run()
     except KeyboardInterrupt:
         if sys.stderr is not None:
             try:
@@ -86,4 +97,3 @@ def main() -> int:
             except OSError:
                 pass
         return _INTERRUPTED
-    return run()

@@ -13,7 +13,8 @@ modelled on its own, in the order Go runs them:
    the corpus shows by its ``in string`` / ``invalid escape sequence`` wording).
    Values may follow each other with or without whitespace; ``More()`` stops at
    EOF or a ``]``/``}``; strings may hold invalid UTF-8; nesting is capped at
-   depth 10000. Syntax errors are rendered in the v1 wording Go maps them to.
+   depth 10000. Syntax errors are rendered in the v1 wording Go maps them to,
+   quoting only what Go's read buffer holds (:func:`_buffer_end`).
 2. **Identifying apiVersion/kind** (apimachinery's ``SimpleMetaFactory``): the
    raw value is unmarshalled into a two-string struct with case-insensitive
    (Unicode simple-fold) key matching, then ``ParseGroupVersion``.
@@ -42,12 +43,13 @@ from __future__ import annotations
 import codecs
 import re
 import typing
+from collections.abc import Sequence
 from typing import Final, NoReturn, TypeAlias, cast
 
 import msgspec
 import msgspec.structs
 
-from ._field_error import go_escape_rune, go_quote
+from ._field_error import go_escape_rune, go_is_print, go_quote
 from ._model import DeviceMetadata
 from ._versions import API_VERSIONS, GROUP, version_of
 
@@ -180,8 +182,82 @@ def _syntax(message: str) -> GoDecodeError:
     return GoDecodeError(_READ + message)
 
 
+#: jsontext's stream buffer: its first size, and the size below which it doubles
+#: whenever the data kept is over twice its size (``maxBufferSize / growthSizeFactor``).
+_BUFFER_FIRST: Final = 64
+_BUFFER_EAGER: Final = 2048
+
+
+def _buffer_end(pos: int, previous: Sequence[int], size: int) -> int:
+    """Where the buffer of Go's stream decoder ends once it has looked at ``data[pos]``.
+
+    ``json.NewDecoder`` reads its input in chunks into one buffer, 64 bytes first.
+    Whenever it needs a byte past the end, it keeps the bytes from the end of the
+    last value it read (``previous`` holds the ends of the values read before, in
+    order; the first value keeps everything from 0), doubles the buffer when that
+    leaves it at least three quarters full (or, up to 2,048 bytes, when the data
+    read so far is over twice its size), and fills it from the input. Files and
+    ``bytes.Reader`` fill it completely, so the ends follow from the positions alone.
+    """
+    base, capacity, end = 0, _BUFFER_FIRST, min(_BUFFER_FIRST, size)
+    kept = 0
+    ends = iter(previous)
+    following = next(ends, None)
+    while end <= pos and end < size:
+        while following is not None and following <= end:
+            kept, following = following, next(ends, None)
+        if (capacity <= _BUFFER_EAGER and capacity < kept // 2) or (
+            kept == base and end - base >= 3 * capacity // 4
+        ):
+            capacity *= 2
+        base = kept
+        end = min(base + capacity, size)
+    return end
+
+
+class _QuotingError(GoDecodeError):
+    """A syntax error that quotes the input from ``pos`` on.
+
+    Go quotes what its buffer holds: read from a stream, a character the buffer's
+    end cuts is quoted as its first byte (``'\\xf0'``). :meth:`in_stream` words it so.
+    """
+
+    def __init__(self, message: str, pos: int) -> None:
+        super().__init__(message)
+        self.pos = pos
+
+    def in_stream(self, data: bytes, previous: Sequence[int]) -> GoDecodeError:
+        """The error as Go's stream decoder words it, the values before ending at ``previous``."""
+        raise NotImplementedError  # pragma: no cover - each kind says
+
+
+class _CharError(_QuotingError):
+    """``invalid character 'x' <where>``: the rune at ``pos``."""
+
+    def __init__(self, data: bytes, pos: int, where: str) -> None:
+        super().__init__(_READ + f"invalid character {_quote_rune(data, pos)} {where}", pos)
+        self.where = where
+
+    def in_stream(self, data: bytes, previous: Sequence[int]) -> GoDecodeError:
+        """The character as far as the buffer holds it."""
+        end = _buffer_end(self.pos, previous, len(data))
+        return _CharError(data[:end], self.pos, self.where)
+
+
+class _UnicodeEscapeError(_QuotingError):
+    """``invalid escape sequence`` for a ``\\u`` escape at ``pos``: its six bytes, or fewer."""
+
+    def in_stream(self, data: bytes, previous: Sequence[int]) -> GoDecodeError:
+        """The escape as far as the buffer holds it; a cut that may still be an escape reads on."""
+        pos, size = self.pos, len(data)
+        end = _buffer_end(pos + 1, previous, size)
+        while end - pos < 6 and end < size and _is_utf16_prefix(data[pos:end]):
+            end = _buffer_end(end, previous, size)
+        return _unicode_escape_error(data[pos : min(end, pos + 6)], pos)
+
+
 def _bad_char(data: bytes, pos: int, where: str) -> GoDecodeError:
-    return _syntax(f"invalid character {_quote_rune(data, pos)} {where}")
+    return _CharError(data, pos, where)
 
 
 class Node:
@@ -214,18 +290,31 @@ _NO_MEMBERS: list[tuple[str, Node]] = []  # shared by scalars; never appended to
 _NO_ITEMS: list[Node] = []
 
 
-def _escape_error(raw: bytes) -> GoDecodeError:
+def _escape_text(raw: bytes) -> str:
     """jsonwire's invalid-escape message for the raw escape text."""
     text = _go_utf8(raw)
     if len(text) == 1:
         what = _quote_rune(raw, 0)
+    # jsonwire escapes a backquote, U+FFFD, a space or what Go cannot print (its Unicode
+    # tables, not Python's); every other space of Go's unicode.IsSpace is unprintable.
     elif any(
-        char == "`" or char == "\ufffd" or char.isspace() or not char.isprintable() for char in text
+        char == "`" or char == "\ufffd" or char == " " or not go_is_print(ord(char))
+        for char in text
     ):
         what = _strconv_quote(raw)
     else:
         what = "`" + text + "`"
-    return _syntax(f"invalid escape sequence {what} in string")
+    return _READ + f"invalid escape sequence {what} in string"
+
+
+def _escape_error(raw: bytes) -> GoDecodeError:
+    """A two-byte escape Go does not know (``\\x``): the same whatever the buffer holds."""
+    return GoDecodeError(_escape_text(raw))
+
+
+def _unicode_escape_error(raw: bytes, pos: int) -> GoDecodeError:
+    """A ``\\u`` escape at ``pos`` that is not one; ``raw`` is what Go quotes of it."""
+    return _UnicodeEscapeError(_escape_text(raw), pos)
 
 
 def _is_utf16_prefix(rest: bytes) -> bool:
@@ -272,9 +361,9 @@ def _scan_string(data: bytes, pos: int, size: int) -> tuple[str, int]:
         if size - end < 6:
             if _is_utf16_prefix(data[end:]):
                 raise _syntax(_EOF)
-            raise _escape_error(data[end:])
+            raise _unicode_escape_error(data[end:], end)
         if _hex4(data, end + 2, end + 6) is None:
-            raise _escape_error(data[end : end + 6])
+            raise _unicode_escape_error(data[end : end + 6], end)
         code = int(data[end + 2 : end + 6], 16)
         cursor = end + 6
         if 0xD800 <= code <= 0xDFFF:
@@ -494,16 +583,27 @@ def next_value_start(data: bytes, pos: int) -> int | None:
     return pos
 
 
-def read_value(data: bytes, start: int) -> tuple[Node, int]:
-    """Go's ``Decoder.Decode(&raw)`` at ``start``: skips whitespace, rejects a leading delimiter."""
+def read_value(data: bytes, start: int, stream: Sequence[int] | None = None) -> tuple[Node, int]:
+    """Go's ``Decoder.Decode(&raw)`` at ``start``: skips whitespace, rejects a leading delimiter.
+
+    ``stream``: the ends of the values read before this one from ``data`` (empty for
+    the first), when ``data`` is a stream Go reads with ``json.NewDecoder``; a syntax
+    error then quotes only what Go's buffer holds (:func:`_buffer_end`). Without it,
+    the value is read as ``json.Unmarshal`` reads bytes, whole.
+    """
     size = len(data)
-    if start < size and data[start] in _WS:
-        start = _end_of(_ws_end(data, start))
-    if start >= size:
-        raise _syntax("EOF")
-    if data[start] in (0x2C, 0x3A):  # a top-level value needs no comma or colon before it
-        raise _bad_char(data, start, "looking for beginning of value")
-    return _parse_value(data, start)
+    try:
+        if start < size and data[start] in _WS:
+            start = _end_of(_ws_end(data, start))
+        if start >= size:
+            raise _syntax("EOF")
+        if data[start] in (0x2C, 0x3A):  # a top-level value needs no comma or colon before it
+            raise _bad_char(data, start, "looking for beginning of value")
+        return _parse_value(data, start)
+    except _QuotingError as err:
+        if stream is None:
+            raise
+        raise err.in_stream(data, stream) from None
 
 
 def read_value_end(data: bytes, start: int) -> int:
@@ -1246,15 +1346,17 @@ def decode_stream(data: bytes) -> tuple[dict[str, object], str, int, int]:
     'read metadata object from stream: ...', 'decode metadata object: ...',
     'decode <group/version>: ...', 'convert <GVK>: ...')."""
     unknown: list[str] = []
+    ends: list[int] = []
     pos = 0
     while True:
         start = next_value_start(data, pos)
         if start is None:
             break
-        node, end = read_value(data, start)
+        node, end = read_value(data, start, ends)
         result = decode_node(data, node)
         if isinstance(result, str):
             unknown.append(result)
+            ends.append(end)
             pos = end
             continue
         wire, api_version = result

@@ -247,6 +247,7 @@ def _entries(data: bytes, *, fast: bool = True) -> Iterator[_Entry]:
 
     pos = 0
     index = 0
+    ends: list[int] = []  # where each entry read so far ends: Go's buffer keeps from there
     while True:
         start = _gojson.next_value_start(data, pos)
         if start is None:
@@ -257,10 +258,14 @@ def _entries(data: bytes, *, fast: bool = True) -> Iterator[_Entry]:
             del quick
             yield entry
             del entry  # not kept while the next entry is read
+            end = pos
+            while data[end - 1] in b" \t\r\n":  # the entry ends with its closing brace
+                end -= 1
+            ends.append(end)
             index += 1
             continue
         try:
-            node, end = _gojson.read_value(data, start)
+            node, end = _gojson.read_value(data, start, ends)
         except _gojson.GoDecodeError as err:
             yield _Entry(index, "", None, str(err), None)
             return
@@ -280,6 +285,7 @@ def _entries(data: bytes, *, fast: bool = True) -> Iterator[_Entry]:
                     yield _Entry(index, api_version, None, str(err), plain)
                 else:
                     yield _Entry(index, api_version, decoded, None, plain)
+        ends.append(end)
         pos = end
         index += 1
 

@@ -11,6 +11,10 @@ from typing import Any
 import pytest
 
 from dra_metadata.testing import DeviceBuilder, MetadataTree
+from tests.exploration import load_profile
+
+# Before any test module builds its settings: they inherit the profile's (tests/exploration.py).
+HYPOTHESIS_PROFILE = load_profile()
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_ROOT = REPO / "examples" / "dra-device-attributes"

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dra_metadata import _cli
+from tests.exploration import examples
 
 Outcome = tuple[str, object, str, str]
 
@@ -106,7 +107,7 @@ WORDS = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(WORDS, max_size=7))
 def test_any_command_line_gets_the_whole_parsers_answer(arguments: list[str]) -> None:
     """Over arbitrary arguments, the shortcut changes no outcome."""

@@ -20,6 +20,7 @@ from dra_metadata._cli._ls import row, table
 from dra_metadata._env import collect, render
 from dra_metadata.testing import MetadataTree
 from tests.conftest import REPO, SAMPLE_ROOT
+from tests.exploration import examples
 
 #: The columns of `ls`.
 HEADER = ("KIND", "CLAIM", "REQUEST", "DRIVER", "VERSION", "GENERATION", "DEVICES", "STATUS")
@@ -577,7 +578,9 @@ DIR_NAMES = st.one_of(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(st.lists(st.tuples(DIR_NAMES, STREAM_BYTES), min_size=1, max_size=4))
 def test_any_bytes_and_names_give_rows_and_errors_never_exceptions(

@@ -14,6 +14,7 @@ import dra_metadata as dm
 from dra_metadata._read import _decode_fast, decode_exact
 from tests import strategies
 from tests.conftest import DECODE_CASES, case_input, needs_corpus, portable_prefix, wire
+from tests.exploration import examples
 
 Outcome = tuple[str, Any, Any]
 
@@ -224,7 +225,7 @@ def mutated_streams(draw: st.DrawFn) -> bytes:
     return ("\n".join(entries) + "\n").encode("utf-8", "surrogatepass")
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_streams())
 def test_fast_path_agrees_with_exact_path(stream: bytes) -> None:
     """Whenever the fast path answers, the exact Go-replaying path gives the same object."""
@@ -235,7 +236,7 @@ def test_fast_path_agrees_with_exact_path(stream: bytes) -> None:
     assert outcome(stream) == exact
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(strategies.metadata, strategies.version_lists)
 def test_encode_then_decode_round_trips(md: dm.DeviceMetadata, versions: list[str]) -> None:
     """Decoding an encoded stream gives back the object, from its first known version."""
@@ -258,7 +259,7 @@ def damaged_streams(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(st.binary(max_size=300), damaged_streams()))
 def test_any_bytes_give_an_object_or_a_decode_error(data: bytes) -> None:
     """Whatever the bytes, decode() returns a DeviceMetadata or raises DecodeError, nothing else."""

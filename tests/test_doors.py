@@ -34,6 +34,7 @@ from dra_metadata._nearby import nothing_mounted_text
 from dra_metadata._select import Place, ask, resolve
 from dra_metadata.testing import MetadataTree
 from tests.conftest import REPO, SAMPLE_ROOT
+from tests.exploration import examples
 
 ROOT = str(SAMPLE_ROOT.relative_to(REPO))
 TOPOLOGY_ROOT = "examples/topology-tree"
@@ -434,7 +435,7 @@ NAMES = st.sampled_from(["gpu", "nic", "a", "b-1"])
 SUBS = st.sampled_from(["high", "low", "x"])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     base=NAMES,
     held=st.lists(SUBS.map(lambda s: s) | st.none(), min_size=0, max_size=3),
@@ -464,7 +465,7 @@ def test_the_resolver_keeps_exactly_the_names_that_answer(
         resolve(question, "<root>", [msgspec.structs.replace(place, claim="other")])
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(allocated=SUBS, asked=st.none() | SUBS)
 def test_every_python_door_answers_a_tree_as_the_reader_does(
     allocated: str, asked: str | None

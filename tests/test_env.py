@@ -19,6 +19,7 @@ from dra_metadata._env import dotenv_line, env_name, render, request_variables, 
 from dra_metadata.testing import MetadataTree
 from tests import strategies
 from tests.conftest import SAMPLE_ROOT
+from tests.exploration import examples
 
 A = dm.DeviceAttribute
 
@@ -467,7 +468,9 @@ def test_values_a_shell_would_expand_come_back_exactly(tmp_path: Path, shell: li
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(st.lists(VALUES, min_size=1, max_size=12))
 def test_shell_output_evaluates_to_every_value_exactly(tmp_path: Path, values: list[str]) -> None:
@@ -564,7 +567,9 @@ def refused_by_dotenv(value: str) -> bool:
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(st.lists(VALUES, min_size=1, max_size=12))
 def test_dotenv_output_reads_back_exactly(tmp_path: Path, values: list[str]) -> None:
@@ -623,7 +628,7 @@ def _checked_in_parts(md: dm.DeviceMetadata) -> tuple[dict[str, str], list[str]]
     return result, [str(problem) for problem in shared + nul]
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(strategies.metadata)
 def test_independent_parts_checked_alone_give_what_checking_all_gives(
     md: dm.DeviceMetadata,
@@ -649,7 +654,7 @@ def test_a_name_part_starting_with_a_digit_makes_parts_dependent() -> None:
     assert problems == []
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.too_slow])
 @given(strategies.metadata)
 def test_a_request_of_many_devices_redone_per_device_gives_the_same_variables(
     md: dm.DeviceMetadata,

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import dra_metadata as dm
 from dra_metadata._gojson import (
     KNOWN_VERSIONS,
     GoDecodeError,
@@ -18,8 +19,10 @@ from dra_metadata._gojson import (
     next_value_start,
     read_value_end,
 )
+from dra_metadata._lint import lint_exact
 from tests.conftest import DECODE_CASES, case_input, needs_corpus
 from tests.conftest import wire as corpus_wire
+from tests.exploration import examples
 
 # --- the conformance corpus ---------------------------------------------------
 
@@ -172,6 +175,118 @@ def test_read_value_end_returns_the_end_of_one_value() -> None:
     assert read_value_end(b"truefalse", 0) == 4
     with pytest.raises(GoDecodeError, match=r"^read metadata object from stream: unexpected EOF$"):
         read_value_end(b'{"a":', 0)
+
+
+# --- what Go's stream buffer holds ---------------------------------------------
+# Go's answers below are the reference's (tests/goref runs these streams through it).
+
+SMILE = "\U0001f600".encode()
+#: A v9 entry Go skips (an unknown version), 181 bytes with its newline.
+SKIPPED = (
+    b'{"kind": "DeviceMetadata", "apiVersion": "metadata.resource.k8s.io/v9", "p": "'
+    + b"b" * 100
+    + b'"}\n'
+)
+
+
+def key_then(pos: int, junk: bytes, before: bytes = b"") -> bytes:
+    """``before``, then an object whose first key is followed by ``junk`` at byte ``pos``."""
+    data = before + b'{"' + b"k" * (pos - len(before) - 3) + b'"' + junk + b': "x"}'
+    assert data.index(junk, len(before)) == pos
+    return data
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        # The first buffer holds 64 bytes, then 128, 256 ... while one value is read.
+        pytest.param(
+            key_then(60, SMILE),
+            "invalid character '\U0001f600' after object key",
+            id="whole-before-64",
+        ),
+        pytest.param(
+            key_then(61, SMILE), "invalid character '\\xf0' after object key", id="cut-at-64"
+        ),
+        pytest.param(
+            key_then(63, SMILE), "invalid character '\\xf0' after object key", id="cut-at-64-last"
+        ),
+        pytest.param(
+            key_then(64, SMILE),
+            "invalid character '\U0001f600' after object key",
+            id="whole-after-64",
+        ),
+        pytest.param(
+            key_then(127, SMILE), "invalid character '\\xf0' after object key", id="cut-at-128"
+        ),
+        pytest.param(
+            key_then(62, "\u20ac".encode()),
+            "invalid character '\\xe2' after object key",
+            id="cut-3-bytes",
+        ),
+        # A skipped entry ends at 180; from then on the buffer keeps from there: 180 + 256.
+        pytest.param(
+            key_then(254, SMILE, SKIPPED),
+            "invalid character '\\xf0' after object key",
+            id="second-cut-at-256",
+        ),
+        pytest.param(
+            key_then(256, SMILE, SKIPPED),
+            "invalid character '\U0001f600' after object key",
+            id="second-whole-after-256",
+        ),
+        pytest.param(
+            key_then(434, SMILE, SKIPPED),
+            "invalid character '\\xf0' after object key",
+            id="second-cut-at-436",
+        ),
+        pytest.param(
+            key_then(436, SMILE, SKIPPED),
+            "invalid character '\U0001f600' after object key",
+            id="second-whole-after-436",
+        ),
+        # A \u escape is quoted as far as the buffer holds it, unless that may still be one.
+        pytest.param(
+            b'{"' + b"k" * 50 + b'": "vvv\\u1zab"}',
+            "invalid escape sequence `\\u1za` in string",
+            id="escape-cut",
+        ),
+        pytest.param(
+            b'{"' + b"k" * 50 + b'": "vvvv\\u12zb"}',
+            "invalid escape sequence `\\u12zb` in string",
+            id="escape-prefix-reads-on",
+        ),
+    ],
+)
+def test_a_character_cut_by_the_buffer_is_quoted_as_its_first_byte(
+    data: bytes, message: str
+) -> None:
+    """Go quotes what its 64, 128 ... byte buffer holds: a cut character as its first byte."""
+    assert error_of(data) == "read metadata object from stream: " + message
+
+
+def test_one_value_read_whole_quotes_the_whole_character() -> None:
+    """Without a stream (Go's Unmarshal of one value) nothing is cut."""
+    with pytest.raises(GoDecodeError, match="invalid character '\U0001f600' after object key"):
+        decode_entry(key_then(61, SMILE))
+
+
+def test_lint_words_a_later_entry_as_go_reads_it() -> None:
+    """lint reads the entries after the first with Go's buffer too: 93 + 128 ends it at 221."""
+    good = entry('"podClaimName": "c"') + b"\n"
+    data = key_then(218, SMILE, good)
+    assert len(good) == 94
+    [problem] = [p for p in dm.lint(data) if p.code == "DRA108"]
+    assert problem.message.endswith("invalid character '\\xf0' after object key")
+    assert [p.message for p in lint_exact(data) if p.code == "DRA108"] == [problem.message]
+
+
+def test_escapes_quote_characters_go_can_print_in_backquotes() -> None:
+    """U+31350 (Unicode 15, unknown to Python 3.11's tables) prints as Go prints it."""
+    data = b'{"a": "\\u\xf0\xb1\x8d\x90"}'
+    assert error_of(data) == (
+        "read metadata object from stream: invalid escape sequence `\\u\U00031350` in string"
+    )
 
 
 # --- layers 2 and 3: apiVersion/kind and the scheme ---------------------------
@@ -536,14 +651,14 @@ def _decode_quietly(data: bytes) -> None:
     assert isinstance(result[0], dict)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=200))
 def test_arbitrary_bytes_only_raise_go_decode_error(data: bytes) -> None:
     """Any byte string yields a result tuple or a GoDecodeError, never another exception."""
     _decode_quietly(data)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(_SEEDS),
     st.lists(

@@ -326,7 +326,7 @@ def test_wait_on_a_plain_tree_still_waits_and_prints_progress(tmp_path: Path) ->
     lines = done.stderr.splitlines()
     assert len(lines) >= 3
     assert all(line.startswith("dra-metadata: still waiting after ") for line in lines[:-1])
-    assert lines[-1].startswith("dra-metadata: timed out after 1.")
+    assert lines[-1].startswith("dra-metadata: timed out after 1.2s waiting for ")
     assert "resources.claims" in lines[-1]
 
 

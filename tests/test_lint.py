@@ -16,6 +16,7 @@ import dra_metadata as dm
 from dra_metadata._lint import MAX_ATTRIBUTES, RULES, LintProblem, lint
 from dra_metadata.testing import MetadataTree, RequestBuilder, version
 from tests.conftest import REPO
+from tests.exploration import examples
 from tests.test_decode import damaged_streams
 
 STANDARD = "resource.kubernetes.io"
@@ -446,7 +447,7 @@ def test_deeply_nested_and_odd_json_does_not_crash() -> None:
     assert ("DRA108", "stream[1]") in found
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(st.binary(max_size=300), damaged_streams()), st.sampled_from([None, "a/b", "/"]))
 def test_any_bytes_give_problems_or_a_decode_error(data: bytes, path: str | None) -> None:
     """Whatever the bytes, lint() returns LintProblems or raises DecodeError, nothing else."""

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import dra_metadata as dm
 from dra_metadata._lint import lint, lint_exact
 from tests.conftest import SAMPLE_ROOT
+from tests.exploration import examples
 from tests.test_decode import damaged_streams, mutated_streams
 
 
@@ -50,7 +51,7 @@ MAP_ORDER_CASE = (
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(mutated_streams(), damaged_streams()))
 @example(MAP_ORDER_CASE)
 def test_fast_lint_agrees_with_the_exact_path(data: bytes) -> None:

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dra_metadata as dm
+from tests.exploration import examples
 
 DRIVER = "gpu.example.com"
 
@@ -58,7 +59,7 @@ REFUSALS = (dm.PublishError, dm.InvalidNameError, TypeError)
 
 
 @settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

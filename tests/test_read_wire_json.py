@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import dra_metadata as dm
 from dra_metadata._encode import wire_json
 from tests import strategies
+from tests.exploration import examples
 
 json_values = st.recursive(
     st.none()
@@ -31,14 +32,14 @@ def dumps(md: dm.DeviceMetadata) -> bytes:
     return json.dumps(md.to_dict(), indent=2, ensure_ascii=False).encode("utf-8", "surrogateescape")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(strategies.metadata)
 def test_wire_json_is_json_dumps_of_to_dict(md: dm.DeviceMetadata) -> None:
     """For any metadata object the bytes equal json.dumps(to_dict(), indent=2), ensure_ascii off."""
     assert b"".join(wire_json(md)) == dumps(md)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(strategies.metadata, st.lists(json_values, min_size=1, max_size=3))
 def test_wire_json_writes_fields_v1_as_json_dumps_does(
     md: dm.DeviceMetadata, values: list[object]

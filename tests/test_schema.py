@@ -19,6 +19,7 @@ from dra_metadata._schema import json_schema, main, schema_file_name, schema_tex
 from dra_metadata._validate import validate_wire
 from dra_metadata._versions import API_VERSIONS, V1ALPHA1, V1BETA1, version_of
 from tests.conftest import VALIDATED_CASES, needs_corpus, valid_wire_object
+from tests.exploration import examples
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -343,7 +344,7 @@ WIRE = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(WIRE)
 def test_schema_agrees_with_validation_on_generated_objects(obj: dict[str, Any]) -> None:
     """Generated objects are schema-valid iff valid, bytes-versus-characters cases aside."""

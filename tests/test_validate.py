@@ -25,6 +25,7 @@ from dra_metadata._validate_models import (
     dedupe,
 )
 from tests.conftest import VALIDATED_CASES, needs_corpus, valid_wire_object
+from tests.exploration import examples
 
 # --------------------------------------------------------------------------- corpus
 
@@ -463,7 +464,7 @@ def test_utf8_len_counts_bytes() -> None:
 NAME_ALPHABET = "ab9-.Z/_\u212a\u017f\u0131é"
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(st.text(alphabet=NAME_ALPHABET, max_size=70) | st.text(max_size=8))
 def test_quick_predicates_agree_with_messages(value: str) -> None:
     """The fast is_* predicates accept exactly the values with no messages."""
@@ -562,7 +563,7 @@ WIRE = _optional(
 )
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(WIRE)
 def test_validate_wire_never_raises(obj: dict[str, Any]) -> None:
     """Any right-typed wire object validates without raising; texts are unique."""

@@ -16,6 +16,7 @@ from dra_metadata import _validate_models
 from dra_metadata._validate import _accepts, _validate_wire, validate_wire
 from tests import strategies
 from tests.conftest import SAMPLE_ROOT, VALIDATED_CASES, needs_corpus, valid_wire_object
+from tests.exploration import examples
 from tests.test_validate import DERIVED_CASES, UPSTREAM_CASES, WIRE, _mutated
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,7 +61,7 @@ def test_acceptor_fails_every_broken_rule(mutate: Any) -> None:
     assert not _accepts(obj, strict=False)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), suppress_health_check=[HealthCheck.too_slow])
 @given(WIRE)
 def test_what_the_acceptor_passes_the_models_pass(obj: dict[str, Any]) -> None:
     """Any wire object the acceptor passes, strict or lax, has no error for the models."""
@@ -69,7 +70,7 @@ def test_what_the_acceptor_passes_the_models_pass(obj: dict[str, Any]) -> None:
             assert _validate_wire(obj) == []
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(strategies.metadata)
 def test_validate_answers_as_the_models_on_wire_body(md: dm.DeviceMetadata) -> None:
     """validate(md) equals the models' answer on md.wire_body(), for any generated object."""

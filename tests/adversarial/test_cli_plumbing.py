@@ -7,9 +7,11 @@ a real ``/dev/full`` and real signals. Counts are bounded; the long versions
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -210,23 +212,46 @@ def test_validate_of_something_else_is_a_clear_type_error() -> None:
 
 # --------------------------------------------------------------------------- early SIGINT
 
+#: Where a traceback frame names its file, line and function.
+_FRAME = re.compile(r'File "(?P<file>[^"]*)", line (?P<line>-?\d+), in (?P<function>\S+)')
+#: The line where ``main()`` starts: a SIGINT that arrived while the interpreter was still
+#: loading the entry point is raised there, before its first statement (no code can stop
+#: that); anywhere later in the entry point, a traceback is ours.
+_MAIN_LINE = importlib.import_module("dra_metadata_cli").main.__code__.co_firstlineno
+
+
+def ours(frame: str) -> bool:
+    """Whether a traceback frame line is in our code: the package, or the entry point once
+    ``main()`` has started."""
+    if f"{os.sep}dra_metadata{os.sep}" in frame:
+        return True
+    found = _FRAME.search(frame)
+    return (
+        found is not None
+        and os.path.basename(found["file"]) == "dra_metadata_cli.py"
+        and found["function"] != "<module>"
+        and int(found["line"]) != _MAIN_LINE
+    )
+
 
 def _interrupt_early(args: tuple[str, ...], runs: int, latest: float) -> list[str]:
     """Run the command ``runs`` times, each sent SIGINT at a random time up to ``latest`` s.
 
     Returns a description of every run that broke a promise: a crash, partial
     output with exit 0, output that is not a prefix of the real output with exit
-    130, a traceback from the package's own code, an exit code other than 0 (it
+    130, a traceback from our code (:func:`ours`), an exit code other than 0 (it
     finished) or 130 (interrupted), or more than our one line on stderr.
-    A SIGINT that lands before the entry point has blocked it meets only the
-    interpreter's own start-up; such runs (ended by the signal, or by its
-    KeyboardInterrupt in start-up code) are accepted. Python 3.13 can also report
-    that KeyboardInterrupt as a fatal error of an interpreter start-up stage
+    A SIGINT that lands before the entry point's ``main()`` has started meets only
+    the interpreter's own start-up; such runs (ended by the signal, or by its
+    KeyboardInterrupt in start-up code) are accepted. From ``main()`` on, every
+    KeyboardInterrupt is the command's: one line and exit 130. Python 3.13 can also
+    report that KeyboardInterrupt as a fatal error of an interpreter start-up stage
     (``init_import_site``, ``init_sys_streams``) with no Python frame; 3.11 and 3.12
     print the frames.
     """
     complete = cli(*args).stdout
     broken = []
+    moments = random.Random(" ".join(args))  # the same moments every run
     for index in range(runs):
         process = subprocess.Popen(
             [sys.executable, *ENTRY, *args],
@@ -234,16 +259,16 @@ def _interrupt_early(args: tuple[str, ...], runs: int, latest: float) -> list[st
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        time.sleep(random.uniform(0.0, latest))
+        time.sleep(moments.uniform(0.0, latest))
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=60)
         text = err.decode("utf-8", "replace")
         frames = [line for line in text.splitlines() if line.strip().startswith("File ")]
-        ours = [line for line in frames if f"{os.sep}dra_metadata{os.sep}" in line]
+        mine = [line for line in frames if ours(line)]
         in_startup = text.startswith("Fatal Python error: init_") and (
             "\nKeyboardInterrupt\n" in text
         )
-        if process.returncode == -signal.SIGSEGV or ours:
+        if process.returncode == -signal.SIGSEGV or mine:
             broken.append(f"run {index}: rc {process.returncode}: {text[-300:]}")
         elif process.returncode == 0:
             if out != complete:
@@ -276,6 +301,77 @@ def test_sigint_in_the_first_milliseconds_never_crashes_or_prints_our_traceback(
     assert _interrupt_early(args, runs=50, latest=0.07) == []
 
 
+#: The entry point run with a SIGINT that arrives at one chosen moment (``sys.argv[1]``):
+#: just before SIGINT is blocked (Python raises it as the blocking call returns), just
+#: after it is released, or as the command starts (before its own handler is in place).
+_SIGINT_AT = """
+import os, signal, sys
+import dra_metadata_cli as entry
+moment = sys.argv.pop(1)
+real = entry.signal
+
+def interrupt():
+    os.kill(os.getpid(), signal.SIGINT)
+
+class Signals:
+    def __getattr__(self, name):
+        return getattr(real, name)
+
+    def pthread_sigmask(self, how, mask):
+        if moment == "block" and how == real.SIG_BLOCK:
+            interrupt()
+        done = real.pthread_sigmask(how, mask)
+        if moment == "unblock" and how == real.SIG_UNBLOCK:
+            interrupt()
+        return done
+
+entry.signal = Signals()
+if moment == "start":
+    import dra_metadata._cli as cli
+    command = cli.console_main
+    def console_main():
+        interrupt()
+        return command()
+    cli.console_main = console_main
+sys.exit(entry.main())
+"""
+
+
+@pytest.mark.parametrize("moment", ["block", "unblock", "start"])
+def test_a_sigint_at_each_moment_of_the_entry_point_is_one_line_and_130(moment: str) -> None:
+    """Blocking, releasing, starting the command: a SIGINT there is 'interrupted', exit 130."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGINT_AT, moment, "env", "--root", ROOT],
+        cwd=REPO,
+        capture_output=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (130, b""), done.stderr
+    assert done.stderr == b"dra-metadata: interrupted\n"
+
+
+def test_the_entry_point_loads_no_module_before_sigint_is_held() -> None:
+    """Importing dra_metadata_cli runs no importlib code: every module it needs is loaded."""
+    code = (
+        "import sys; before = set(sys.modules); import dra_metadata_cli; "
+        "print(sorted(set(sys.modules) - before - {'dra_metadata_cli'}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
+
+
+def test_a_traceback_frame_is_ours_from_the_first_statement_of_main() -> None:
+    """The early-SIGINT check counts the entry point's frames after main() has started."""
+    path = os.path.join(str(REPO), "dra_metadata_cli.py")
+    assert ours(f'  File "{path}", line {_MAIN_LINE + 20}, in main')
+    assert ours(f'  File "{REPO}{os.sep}dra_metadata{os.sep}_cli{os.sep}__init__.py", line 3, in x')
+    assert not ours(f'  File "{path}", line {_MAIN_LINE}, in main')
+    assert not ours(f'  File "{path}", line 12, in <module>')
+    assert not ours('  File "<frozen importlib._bootstrap>", line 1176, in _find_and_load')
+
+
 @pytest.mark.adversarial_long
 def test_sigint_in_the_first_milliseconds_long() -> None:
     """The long version: 2,000 runs of env."""
@@ -289,9 +385,10 @@ def test_msgspec_alone_survives_an_early_sigint_once_datetime_is_imported() -> N
     """
     code = "import datetime, msgspec; msgspec.json.Decoder(dict).decode(b'{}')"
     crashes = 0
+    moments = random.Random(100)  # the same moments every run
     for _ in range(100):
         process = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
-        time.sleep(random.uniform(0.005, 0.06))
+        time.sleep(moments.uniform(0.005, 0.06))
         process.send_signal(signal.SIGINT)
         process.wait(timeout=60)
         crashes += process.returncode == -signal.SIGSEGV

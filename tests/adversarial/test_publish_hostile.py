@@ -468,12 +468,13 @@ def test_an_update_racing_unprepare_fails_cleanly_and_leaves_nothing(tmp_path: P
         text=True,
     )
     dirty = 0
+    pauses = random.Random(0)  # the same pauses every run
     try:
         assert updater.stdout is not None
         assert updater.stdout.readline() == "ready\n"
         for _ in range(100):
             pub.prepare(CLAIM, "gpu", [pub.device("n", "d")])
-            time.sleep(random.uniform(0, 0.01))
+            time.sleep(pauses.uniform(0, 0.01))
             pub.unprepare(CLAIM)
             # (the lock file may be the racing update's own, for the moment it fails)
             left = [pub.claim_dir(CLAIM), pub.state_path(CLAIM)]

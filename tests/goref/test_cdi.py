@@ -24,9 +24,8 @@ pytestmark = pytest.mark.goref
 @settings(
     max_examples=max(EXAMPLES // 20, 30),
     deadline=None,
-    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    phases=[Phase.explicit, Phase.generate],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
 )
 @given(claims())
 def test_every_spec_loads_and_injects_one_read_only_bind_mount(

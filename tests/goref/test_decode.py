@@ -22,14 +22,16 @@ from hypothesis.errors import InvalidArgument
 import dra_metadata as dm
 from tests import strategies
 from tests.conftest import DECODE_CASES, case_input
+from tests.exploration import examples
 from tests.goref.compare import REGRESSIONS, decode_differences, save_regression
 from tests.goref.harness import Goref
 from tests.test_decode import damaged_streams, mutated_streams
 
 pytestmark = pytest.mark.goref
 
-#: How many generated streams a run compares (at least 2,000 in CI).
-EXAMPLES = int(os.environ.get("DRA_METADATA_GOREF_EXAMPLES", "2000"))
+#: How many generated streams a run compares (at least 2,000 in CI; ten times as many
+#: when exploring, tests/exploration.py).
+EXAMPLES = int(os.environ.get("DRA_METADATA_GOREF_EXAMPLES", str(examples(2000))))
 
 V1BETA1 = "metadata.resource.k8s.io/v1beta1"
 
@@ -41,7 +43,9 @@ def _entry(body: str, version: str = V1BETA1, kind: str = "DeviceMetadata") -> s
 @st.composite
 def edge_streams(draw: st.DrawFn) -> bytes:
     """The boundaries: int64 edges, deep nesting, invalid UTF-8, unknown versions, case."""
-    choice = draw(st.sampled_from(["int", "deep", "utf8", "versions", "case", "boundary"]))
+    choice = draw(
+        st.sampled_from(["int", "deep", "utf8", "versions", "case", "boundary", "buffer"])
+    )
     if choice == "int":
         number = draw(
             st.sampled_from(
@@ -95,6 +99,8 @@ def edge_streams(draw: st.DrawFn) -> bytes:
         a = draw(st.sampled_from(["apiVersion", "APIVERSION", "apiversion", "apiVer\u017fion"]))
         p = draw(st.sampled_from(["podClaimName", "PodClaimName", "podclaimname"]))
         return f'{{"{k}": "DeviceMetadata", "{a}": "{V1BETA1}", "{p}": "a", "{p}": "b"}}'.encode()
+    if choice == "buffer":
+        return draw(buffer_streams())
     # boundary: names at their length limits, around them.
     length = draw(st.sampled_from([62, 63, 64, 252, 253, 254]))
     name = "a" * length
@@ -113,6 +119,35 @@ def edge_streams(draw: st.DrawFn) -> bytes:
     else:
         device["attributes"] = {f"x.io/{name[: length - 5]}": {"bool": True}}
     return _entry(json.dumps(body)[1:-1]).encode()
+
+
+@st.composite
+def buffer_streams(draw: st.DrawFn) -> bytes:
+    """A character Go's stream buffer may cut: after skipped entries, near a 2**k boundary.
+
+    Go reads a stream in chunks (64 bytes, then more), and quotes a syntax error's
+    character from what it holds: the positions here land on and around the ends.
+    """
+    skipped = b"".join(
+        b'{"kind": "DeviceMetadata", "apiVersion": "metadata.resource.k8s.io/v9", "p": "'
+        + b"b" * draw(st.integers(0, 3000))
+        + b'"}'
+        + draw(st.sampled_from([b"", b"\n", b" \n "]))
+        for _ in range(draw(st.integers(0, 3)))
+    )
+    junk = draw(st.sampled_from(["\U0001f600", "\u20ac", "\u00e9", "\U00031350"])).encode()
+    shape = draw(
+        st.sampled_from(
+            [b'{"KEY"JUNK: 1}', b'{"KEY": 1 JUNK}', b'{"KEY": tJUNK}', b'{"KEY": -JUNK}',
+             b'{"KEY": [1 JUNK]}', b'{"KEY": JUNK}', b'{JUNK"KEY": 1}', b'{"KEY": "\\uJUNK"}',
+             b'{"KEY": "\\u1JUNK"}', b'{"KEY": "\\u12zJUNK"}']
+        )
+    )  # fmt: skip
+    head = len(skipped) + shape.index(b"JUNK") - 3  # where the junk is with an empty key
+    end = draw(st.sampled_from([64, 128, 256, 512, 1024, 2048, 4096]))
+    target = draw(st.sampled_from([end, len(skipped) + end, head + draw(st.integers(0, 600))]))
+    key = b"k" * max(0, target - draw(st.integers(0, 6)) - head)
+    return skipped + shape.replace(b"KEY", key).replace(b"JUNK", junk)
 
 
 STREAMS = st.one_of(

@@ -107,7 +107,6 @@ def check_tree(goref: Goref, root: Path, tree: dict[str, bytes], read: dict[str,
 @settings(
     max_examples=max(EXAMPLES // 10, 50),
     deadline=None,
-    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(trees())

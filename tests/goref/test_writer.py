@@ -326,9 +326,9 @@ def check_scenario(goref: Goref, tmp: Path, versions: list[str], scenario: list[
 @settings(
     max_examples=max(EXAMPLES // 20, 30),
     deadline=None,
-    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    phases=[Phase.explicit, Phase.generate],  # each example starts a Helper: no shrinking
+    # each example starts a Helper: no shrinking; what exploration saved is replayed
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
 )
 @given(
     # Newest first: the publisher refuses another order, which Go writes (docs/driver.md).
