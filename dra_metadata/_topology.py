@@ -324,26 +324,15 @@ def build(
             malformed = standard_problem(mounted.device, standard)
             if malformed is not None:
                 problems.append(
-                    TopologyProblem(
-                        mounted.id,
-                        mounted.claim,
-                        mounted.request,
-                        f"{mounted.claim_label} request {mounted.request!r} {malformed}; "
-                        "left out of the placement",
-                        "malformed",
-                    )
+                    _problem(mounted, f"{malformed}; left out of the placement", "malformed")
                 )
         if numa.unknown and not numa.nodes:
             problems.append(
-                TopologyProblem(
-                    mounted.id,
-                    mounted.claim,
-                    mounted.request,
-                    f"{mounted.claim_label} request {mounted.request!r} device "
-                    f"{mounted.name!r} ({mounted.driver}): {numa.unknown[0]} is negative "
-                    "(no NUMA affinity), so its NUMA node is unknown; KEP-6072 drivers "
-                    "leave the attribute out",
-                    "numa",
+                _problem(
+                    mounted,
+                    f"device {mounted.name!r} ({mounted.driver}): {numa.unknown[0]} is "
+                    "negative (no NUMA affinity), so its NUMA node is unknown; KEP-6072 "
+                    "drivers leave the attribute out",
                 )
             )
         if numa.disagree:
@@ -351,14 +340,10 @@ def build(
                 f"{name} says {','.join(map(str, nodes))}" for name, nodes in numa.sources
             )
             problems.append(
-                TopologyProblem(
-                    mounted.id,
-                    mounted.claim,
-                    mounted.request,
-                    f"{mounted.claim_label} request {mounted.request!r} device "
-                    f"{mounted.name!r} ({mounted.driver}): the NUMA attributes disagree: "
-                    f"{said}; {numa.source} is used",
-                    "numa",
+                _problem(
+                    mounted,
+                    f"device {mounted.name!r} ({mounted.driver}): the NUMA attributes "
+                    f"disagree: {said}; {numa.source} is used",
                 )
             )
         socket_value = mounted.attribute(_SOCKET)
@@ -382,6 +367,19 @@ def build(
             )
         )
     return Topology(tuple(devices), tuple(problems))
+
+
+def _problem(
+    mounted: MountedDevice, text: str, kind: Literal["numa", "malformed"] = "numa"
+) -> TopologyProblem:
+    """A problem with one device, its message starting with the claim and request."""
+    return TopologyProblem(
+        mounted.id,
+        mounted.claim,
+        mounted.request,
+        f"{mounted.claim_label} request {mounted.request!r} {text}",
+        kind,
+    )
 
 
 def _key(device: TopologyDevice | MountedDevice) -> tuple[str, str, str, str]:
