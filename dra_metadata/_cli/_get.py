@@ -97,18 +97,17 @@ def model_answer(device: Device, standard: str, name: str) -> tuple[AttributeVal
     ('0000:18:00.0', 'from gpu.nvidia.com/pcieBusID, in the standard form')
     """
     from .._errors import MalformedAttributeError
-    from .._model import LIST_QUESTIONS, numa_of, pci_address_of, standard_problem
+    from .._model import LIST_QUESTIONS, malformed, numa_of, pci_address_of, standard_problem
 
     domain, _, local = name.rpartition("/")
     asked = f"{domain}/{standard}" if domain else standard  # numaNodes asks numaNode
-    problem = standard_problem(device, asked)
-    if problem is not None:
-        raise MalformedAttributeError(problem)
     whole = local in LIST_QUESTIONS
     if standard == "pciBusID":
         found = pci_address_of(device, asked)
         if found is None:
             return None, ""
+        if found.value is None:  # looked up once: the model's one message for it
+            raise MalformedAttributeError(malformed(device, found.source, found.raw, standard))
         if found.source == _STANDARD_PCI and found.value == found.raw:
             return found.value, ""
         return found.value, f"from {found.source}, in the standard form"
@@ -131,6 +130,9 @@ def model_answer(device: Device, standard: str, name: str) -> tuple[AttributeVal
                 f"the physical node of {listed} (numaNodes prints them all)"
             )
         return nodes[0], note
+    problem = standard_problem(device, asked)  # pcieRoot
+    if problem is not None:
+        raise MalformedAttributeError(problem)
     roots = device.pcie_roots
     if whole:
         return (roots or None), ""
