@@ -940,3 +940,21 @@ def test_the_same_plugin_dir_through_a_link_is_the_same_publisher(tmp_path: Path
     assert dm.read_file(direct.metadata_path(CLAIM, "r")).metadata.generation == 2
     linked.unprepare(CLAIM)
     assert os.listdir(tmp_path / "cdi") == []
+
+
+def test_publish_benchmark_quick_run_reports_every_call() -> None:
+    """benchmarks/bench_publish.py --quick --json runs and gives each call's ratio."""
+    done = subprocess.run(
+        [sys.executable, "benchmarks/bench_publish.py", "--quick", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    figures = json.loads(done.stdout)
+    assert figures["claims"] == {"few": 100, "many": 1000}
+    calls = ["prepare", "update", "prepare again", "unprepare"]
+    assert sorted(figures["ratio"]) == sorted(calls)
+    assert all(figures["ratio"][call] > 0 for call in calls)
+    assert figures["target"] == 1.5
