@@ -330,8 +330,9 @@ class MetadataPublisher:
 
         Every publisher of the driver that writes to this CDI directory takes it
         (after :meth:`lock_path`), whatever its plugin data directory. Hidden, and
-        not a ``.json`` or ``.yaml`` file, the only ones CDI reads. It exists while a
-        call runs or the claim has specs.
+        not a ``.json`` or ``.yaml`` file, the only ones CDI reads. The first call on
+        the claim makes it; an :meth:`unprepare` that leaves no spec of the claim
+        removes it.
         """
         return os.path.join(self.cdi_dir, self._cdi_lock_name(_claim(claim)))
 
@@ -629,7 +630,14 @@ class MetadataPublisher:
         what = f"update {claim.namespace}/{claim.name} request {go_quote(request)}"
         self._accept(self.metadata(claim, request, listed), what)
         path = self.metadata_path(claim, request)
-        with _publish_errors("update"), self._locked(claim, "update") as held:
+        with (
+            _publish_errors("update"),
+            self._locked(claim, "update") as held,
+            self._cdi_locked(claim, "update", held.deadline, create=False) as cdi,
+        ):
+            if cdi is not None:  # what a prepare killed midway left there
+                for name in self._prepared_bases(claim):
+                    cdi.dir.remove_temporary(self._cdi_spec_name(claim, name))
             state = held.state(what)
             last, pod_claim_name, found = self._last_generation(state, claim, request)
             if not found:

@@ -769,7 +769,7 @@ def test_the_lock_and_state_files_sit_where_no_reader_looks(pub: dm.MetadataPubl
 def test_temporaries_of_killed_writes_go_at_the_next_call_and_at_unprepare(
     pub: dm.MetadataPublisher,
 ) -> None:
-    """What a kill -9 mid-write leaves goes at the next call that writes there; others' stay.
+    """What a kill -9 mid-write leaves (node, CDI and state temporaries) goes; others' stay.
 
     The publisher's temporaries are ``.<name>.tmp`` (its writes are under the claim's
     locks); in the claim's own directory, ``.<name>.<random>.tmp`` go too.
@@ -793,8 +793,9 @@ def test_temporaries_of_killed_writes_go_at_the_next_call_and_at_unprepare(
     others = Path(pub.cdi_dir) / ".other.example.com_metadata_u9_r.json.1a2b3c4d.tmp"
     others.write_bytes(b"not ours")
     planted = plant()
-    pub.update(CLAIM, "r", [pub.device("n", "d")])  # update writes no spec: the spec's stays
-    assert [path for path in planted if path.exists()] == [planted[2]]
+    pub.update(CLAIM, "r", [pub.device("n", "d")])
+    assert [path for path in planted if path.exists()] == []
+    planted = plant()
     pub.prepare(CLAIM, "r", [pub.device("n", "d")])  # the kubelet prepares again
     assert [path for path in planted if path.exists()] == []
     planted = plant()

@@ -223,14 +223,7 @@ def test_a_bad_state_and_a_torn_file_refuse_with_the_way_out(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(
     ("which", "call"),
-    # update writes no CDI spec, so it takes no CDI lock
-    [
-        ("claim", "prepare"),
-        ("claim", "update"),
-        ("claim", "unprepare"),
-        ("cdi", "prepare"),
-        ("cdi", "unprepare"),
-    ],
+    [(which, call) for which in ("claim", "cdi") for call in ("prepare", "update", "unprepare")],
 )
 def test_a_lock_held_by_another_process_ends_in_an_error_naming_it(
     tmp_path: Path, which: str, call: str
