@@ -20,9 +20,15 @@ a driver that enables device metadata, for drivers written in Python:
   every directory below the two configured roots is opened, made, re-moded and
   removed relative to a directory descriptor, never through a link, and every
   file written crash-safely (:mod:`._safedir`, which the testing kit uses too);
-  calls on one claim are serialised by a lock file, and a state file keeps the generations
-  growing across crashes (both in ``<plugin data dir>/dra-metadata-publisher``); what a call
-  accepts is what the readers accept, checked by the readers' own code.
+  calls on one claim are serialised by a lock file, waited for no longer than
+  ``lock_timeout`` (:mod:`._lockfile`), and a state file keeps the generations
+  growing across crashes (both in ``<plugin data dir>/dra-metadata-publisher``,
+  named within ``NAME_MAX`` for any claim); the CDI specs of a claim are written
+  under a second lock, in the CDI directory, and a spec another publisher wrote
+  (its mount names another plugin data directory) is refused, never overwritten
+  or removed; no call lists the node-wide directories, so its cost does not grow
+  with the number of claims; what a call accepts is what the readers accept,
+  checked by the readers' own code.
 
 The bytes of a file are :func:`~dra_metadata.encode`'s; names are checked as the
 readers check them, as Kubernetes makes them, plus the rules CDI has for its names.
@@ -31,7 +37,11 @@ readers check them, as Kubernetes makes them, plus the rules CDI has for its nam
 from __future__ import annotations
 
 import contextlib
+import errno
+import math
 import os
+import stat
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
@@ -39,9 +49,11 @@ from typing import Any, Final, Literal, TypeAlias
 from ._encode import DEFAULT_VERSIONS, _go_escape, encode
 from ._errors import (
     DecodeError,
+    DRAMetadataError,
     InvalidNameError,
     MetadataNotFoundError,
     PublishError,
+    os_reason,
 )
 from ._field_error import go_quote
 from ._formats import (
@@ -49,6 +61,7 @@ from ._formats import (
     dns1123_label_messages,
     dns1123_subdomain_messages,
 )
+from ._lockfile import DEFAULT_LOCK_TIMEOUT, ClaimLock
 from ._model import (
     AttributeInput,
     Device,
@@ -74,6 +87,7 @@ from ._versions import API_VERSIONS, NEWEST
 
 __all__ = [
     "DEFAULT_CDI_DIR",
+    "DEFAULT_LOCK_TIMEOUT",
     "DEFAULT_PLUGINS_DIR",
     "POD_CLAIM_NAME_ANNOTATION",
     "PUBLISHER_STATE_SUBDIR",
@@ -91,7 +105,9 @@ POD_CLAIM_NAME_ANNOTATION: Final = "resource.kubernetes.io/pod-claim-name"
 
 #: The subdirectory of the plugin data directory where the publisher keeps, per claim,
 #: its lock file (``<namespace>_<claim>.lock``) and state file (``<namespace>_<claim>.state``):
-#: a sibling of ``dra-device-metadata``, where no reader and no CDI spec looks.
+#: a sibling of ``dra-device-metadata``, where no reader and no CDI spec looks. A
+#: ``<namespace>_<claim>`` too long for those names is shortened, see
+#: :meth:`MetadataPublisher.lock_path`.
 PUBLISHER_STATE_SUBDIR: Final = "dra-metadata-publisher"
 
 #: How :meth:`MetadataPublisher.update` rewrites a file: ``"replace"`` writes a temporary
@@ -105,6 +121,16 @@ _CDI_SUFFIX: Final = ".json"
 _LOCK_SUFFIX: Final = ".lock"
 _STATE_SUFFIX: Final = ".state"
 _INT64_MAX: Final = 2**63 - 1
+_NAME_MAX: Final = 255
+#: The longest ``<namespace>_<claim>`` the lock and state names keep whole: with the
+#: state's temporary (``.<stem>.state.tmp``) it is NAME_MAX.
+_STEM_MAX: Final = _NAME_MAX - len(f".{_STATE_SUFFIX}{TEMP_SUFFIX}")
+#: What a shortened stem keeps of ``<namespace>_<claim>``, before ``_<40 hex digits>``.
+_STEM_KEEP: Final = 200
+#: A state file holds a few lines per request; a larger one is not the publisher's.
+_STATE_LIMIT: Final = 1 << 20
+#: A CDI spec the publisher writes is about 1 KiB; a larger one is no publisher's.
+_SPEC_LIMIT: Final = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +205,14 @@ class _NameRefused(InvalidNameError, PublishError):
     """A name no Kubernetes object can have, refused by the publisher (both error kinds)."""
 
 
+class _NotPrepared(MetadataNotFoundError, PublishError):
+    """An update of a request that is not prepared (both error kinds)."""
+
+
+class _Undecodable(DecodeError, PublishError):
+    """A metadata file whose generation is needed and that does not decode (both error kinds)."""
+
+
 class MetadataPublisher:
     """Writes a driver's device metadata on the node as the Go kubelet plugin does (v1.37).
 
@@ -188,14 +222,18 @@ class MetadataPublisher:
     63 characters that is also a valid CDI vendor. ``versions`` are the API
     versions every file holds, in that order; as in Go, they must be named, be
     ones this library writes, and include ``v1beta1``
-    (:class:`~dra_metadata.PublishError` otherwise).
+    (:class:`~dra_metadata.PublishError` otherwise). ``lock_timeout`` bounds, in
+    seconds, every wait for a claim's locks (30 by default); past it the call
+    raises a :class:`~dra_metadata.PublishError` that names the lock file and the
+    process holding it.
 
     Call :meth:`prepare` for each request of a claim that got devices (at
     ``NodePrepareResources``) and hand the CDI device name it returns to the
     kubelet; :meth:`update` when data known only later (network) is there;
     :meth:`unprepare` at ``NodeUnprepareResources``. Calls on one claim are
     serialised across threads and processes by a lock file, and what a call
-    accepts is what every reader accepts (see docs/driver.md).
+    accepts is what every reader accepts (see docs/driver.md). Every failure of
+    a call is a :class:`~dra_metadata.PublishError`.
 
     >>> import tempfile, dra_metadata as dm
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -218,6 +256,7 @@ class MetadataPublisher:
         plugin_data_dir: str | os.PathLike[str] | None = None,
         cdi_dir: str | os.PathLike[str] = DEFAULT_CDI_DIR,
         versions: Iterable[str] = DEFAULT_VERSIONS,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
         check_name("driver", driver)
         _check_dns("driver", driver, subdomain=True, limit=MAX_DRIVER_CHARACTERS)
@@ -231,6 +270,8 @@ class MetadataPublisher:
         self.cdi_dir: Final = os.path.abspath(os.fspath(cdi_dir))
         #: The API versions every file holds, in order.
         self.versions: Final = _check_versions(versions)
+        #: How long, in seconds, a call waits for a claim's lock before it fails.
+        self.lock_timeout: Final = _check_timeout(lock_timeout)
 
     def __repr__(self) -> str:
         return (
@@ -258,18 +299,45 @@ class MetadataPublisher:
 
         It sits in ``dra-metadata-publisher`` in the plugin data directory,
         where neither readers nor container engines look, and exists while a call
-        runs or the claim is prepared.
+        runs or the claim is prepared. When ``<ns>_<claim>`` is longer than 244
+        characters (a name and its temporary must fit in 255), the lock and state
+        names keep its first 200 and add ``_`` and 40 hex digits of its SHA-256
+        (a second ``_``: no whole name looks like that).
+
+        >>> pub = MetadataPublisher("gpu.example.com", plugin_data_dir="/p")
+        >>> pub.lock_path(ClaimRef(name="c", namespace="ns", uid="u"))
+        '/p/dra-metadata-publisher/ns_c.lock'
+        >>> long = ClaimRef(name="c" * 253, namespace="ns", uid="u")
+        >>> name = os.path.basename(pub.lock_path(long))
+        >>> len(name), name.count("_")
+        (246, 2)
         """
-        name = f"{_claim(claim).directory}{_LOCK_SUFFIX}"
+        name = f"{_file_stem(_claim(claim))}{_LOCK_SUFFIX}"
         return os.path.join(self.plugin_data_dir, PUBLISHER_STATE_SUBDIR, name)
 
     def state_path(self, claim: ClaimRef) -> str:
         """The file that keeps ``claim``'s highest generations: ``<state dir>/<ns>_<claim>.state``.
 
-        Written atomically before each metadata file, removed by :meth:`unprepare`.
+        Written atomically before each metadata file, removed by :meth:`unprepare`
+        (whatever it holds: no call needs it to remove a claim's files). Named as
+        :meth:`lock_path` says.
         """
-        name = f"{_claim(claim).directory}{_STATE_SUFFIX}"
+        name = f"{_file_stem(_claim(claim))}{_STATE_SUFFIX}"
         return os.path.join(self.plugin_data_dir, PUBLISHER_STATE_SUBDIR, name)
+
+    def cdi_lock_path(self, claim: ClaimRef) -> str:
+        """The lock over ``claim``'s CDI specs: ``<cdi dir>/.<driver>_metadata_<uid>.lock``.
+
+        Every publisher of the driver that writes to this CDI directory takes it
+        (after :meth:`lock_path`), whatever its plugin data directory. Hidden, and
+        not a ``.json`` or ``.yaml`` file, the only ones CDI reads. The first call on
+        the claim makes it; an :meth:`unprepare` that leaves no spec of the claim
+        removes it.
+        """
+        return os.path.join(self.cdi_dir, self._cdi_lock_name(_claim(claim)))
+
+    def _cdi_lock_name(self, claim: ClaimRef) -> str:
+        return f".{self.driver}_{_CDI_CLASS}_{claim.uid}{_LOCK_SUFFIX}"
 
     def container_path(self, claim: ClaimRef, request: str) -> str:
         """Where containers read the file: the CDI mount's ``containerPath``.
@@ -488,11 +556,14 @@ class MetadataPublisher:
         the file is the base request's. Both files are replaced atomically. The
         generation is 1, or, when the claim is still prepared (a second prepare
         after a kubelet restart, or after a failed update), one more than any it
-        has had. A request needs at least one device: the Go library writes no
-        file for a request without devices.
+        has had (the state's, or the file's when the state cannot be read). A
+        request needs at least one device: the Go library writes no file for a
+        request without devices.
 
         Returns ``<driver>/metadata=<claim uid>_<base request>``, the name to add
-        to the CDI device IDs the driver returns to the kubelet.
+        to the CDI device IDs the driver returns to the kubelet. A CDI spec of that
+        name that another publisher wrote (its mount is not this publisher's file)
+        is refused: nothing is written.
         """
         claim, base = self._checked(claim, request)
         cdi_device = self.cdi_device(claim, request)
@@ -503,15 +574,24 @@ class MetadataPublisher:
                 "devices: the kubelet plugin writes no metadata for such a request"
             )
         what = f"prepare {claim.namespace}/{claim.name} request {go_quote(request)}"
+        _check_fits(claim, self.claim_dir(claim), what)
         data = self._accept(self.metadata(claim, request, listed), what)
-        with self._locked(claim, "prepare") as state:
-            generation = state.generation(base) + 1
+        with (
+            _publish_errors("prepare"),
+            self._locked(claim, "prepare") as held,
+            self._cdi_locked(claim, "prepare", held.deadline, create=True) as cdi,
+        ):
+            assert cdi is not None  # created
+            self._refuse_foreign_spec(cdi.dir, claim, request, what)
+            state = held.state(what)
+            last, _, _ = self._last_generation(state, claim, request)
+            generation = _next(last + 1, what)
             if generation != 1:
-                md = self.metadata(claim, request, listed, generation=_next(generation, what))
+                md = self.metadata(claim, request, listed, generation=generation)
                 data = self._accept(md, what)
             state.record(base, generation, claim.pod_claim_name)
             self._write_metadata(claim, request, data, "replace")
-            self._write_cdi_spec(claim, request)
+            self._write_cdi_spec(claim, request, cdi.dir)
         return cdi_device
 
     def update(
@@ -529,7 +609,8 @@ class MetadataPublisher:
         is replaced, not merged); ``podClaimName`` stays what the file had, as in Go.
         The generation is one more than the highest the request has had since it
         was prepared (kept in :meth:`state_path`), so an update after a crash that
-        left the file empty still goes up.
+        left the file empty still goes up. A state that cannot be read is left
+        aside (and logged): the file's generation counts.
 
         ``mode="replace"`` (the default, as Go v1.37) renames a new file over the
         old: atomic, but a container already running keeps seeing the old file.
@@ -538,8 +619,9 @@ class MetadataPublisher:
 
         Raises :class:`~dra_metadata.MetadataNotFoundError` when the request is
         not prepared (also when :meth:`unprepare` won the race), and
-        :class:`~dra_metadata.DecodeError` when a file written before the
-        publisher kept its state does not decode.
+        :class:`~dra_metadata.DecodeError` when the file does not decode and no
+        state says its generation; both are also
+        :class:`~dra_metadata.PublishError`, as every other failure is.
         """
         if mode not in _UPDATE_MODES:
             raise PublishError(f"mode must be one of {', '.join(_UPDATE_MODES)}, not {mode!r}")
@@ -548,37 +630,28 @@ class MetadataPublisher:
         what = f"update {claim.namespace}/{claim.name} request {go_quote(request)}"
         self._accept(self.metadata(claim, request, listed), what)
         path = self.metadata_path(claim, request)
-        with self._locked(claim, "update") as state:
-            found = self._existing(claim, base, path)
-            if found is None:
-                raise MetadataNotFoundError(
+        with _publish_errors("update"), self._locked(claim, "update") as held:
+            state = held.state(what)
+            last, pod_claim_name, found = self._last_generation(state, claim, request)
+            if not found:  # before the CDI lock: a call that fails leaves no trace there
+                raise _NotPrepared(
                     f"request {go_quote(request)} not found in prepared claim "
                     f"{claim.namespace}/{claim.name}",
                     path=path,
                 )
-            try:
-                previous: DeviceMetadata | None = decode_file(path, found)
-            except DecodeError as err:
-                if base not in state.requests:  # nothing else says where it was
-                    raise DecodeError(f"decode existing metadata: {err}", path=path) from None
-                previous = None  # empty or torn (an in-place write cut short): the state says
-            if base in state.requests:
-                generation, pod_claim_name = state.requests[base]
-                if previous is not None:  # another writer went further: go on above it
-                    generation = max(generation, previous.metadata.generation)
-            else:  # written before the publisher kept state: the file says
-                assert previous is not None
-                generation = previous.metadata.generation
-                pod_claim_name = previous.pod_claim_name
+            with self._cdi_locked(claim, "update", held.deadline, create=False) as cdi:
+                if cdi is not None:  # what a prepare killed midway left there
+                    for name in self._prepared_bases(claim):
+                        cdi.dir.remove_temporary(self._cdi_spec_name(claim, name))
             md = self.metadata(
                 claim,
                 request,
                 listed,
-                generation=_next(generation + 1, what),
+                generation=_next(last + 1, what),
                 pod_claim_name=pod_claim_name,
             )
             data = self._accept(md, what)
-            state.record(base, generation + 1, pod_claim_name)
+            state.record(base, last + 1, pod_claim_name)
             self._write_metadata(claim, request, data, mode)
         return md
 
@@ -587,63 +660,125 @@ class MetadataPublisher:
 
         Only what this publisher writes is removed: ``<request>/metadata.json``
         files, their directories, the claim's directory, the CDI specs
-        ``<driver>_metadata_<uid>_<request>.json``, temporaries of interrupted
-        writes, and the claim's state. Anything else found in the claim's
-        directory is left and named in a :class:`~dra_metadata.PublishError`.
-        Removing what is not there is no error, so calling it twice is fine.
+        ``<driver>_metadata_<uid>_<request>.json`` of the requests found there
+        (or named by the state) whose mount is this publisher's file, temporaries
+        of interrupted writes, and the claim's state, whatever it holds. Anything
+        else found in the claim's directory is left and named in a
+        :class:`~dra_metadata.PublishError`. Removing what is not there is no error,
+        so calling it twice is fine.
         """
         claim, _ = self._checked(claim)
-        with self._locked(claim, "unprepare", create=False) as state:
+        what = "clean up device metadata"
+        with _publish_errors(what), self._locked(claim, "unprepare", create=False) as held:
+            if held.own is None:  # nothing was ever written here
+                return
+            bases = sorted(set(self._prepared_bases(claim)) | held.recorded_bases())
+            with self._cdi_locked(claim, what, held.deadline, create=False) as cdi:
+                if cdi is not None:
+                    cdi.remove_lock = self._remove_specs(cdi.dir, claim, bases)
             left = self._remove_claim_files(claim)
-            self._clean_cdi(claim, specs=True)
-            state.forget()
+            held.forget()
         if left:
             raise PublishError(
                 f"clean up device metadata: left {', '.join(left)}: not written by this publisher",
                 path=left[0],
             )
 
-    # --- the lock and the state ---------------------------------------------------------
+    # --- the locks and the state ------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _locked(self, claim: ClaimRef, what: str, *, create: bool = True) -> Iterator[_State]:
-        """Hold ``claim``'s lock (created if needed) and yield its state; clean temporaries."""
-        import fcntl
+    def _locked(self, claim: ClaimRef, what: str, *, create: bool = True) -> Iterator[_Held]:
+        """Hold ``claim``'s lock (created if needed); clean temporaries; remove it when unused.
 
+        The lock file goes at the end of the call when the claim has no state (the
+        claim is not prepared): the next call makes it again.
+        """
+        deadline = time.monotonic() + self.lock_timeout
         root = SafeDir.open_root(self.plugin_data_dir, what, create=create)
         if root is None:  # nothing was ever written here (unprepare only)
-            self._clean_cdi(claim, specs=False)
-            yield _State(None, claim, what)
+            yield _Held(None, claim, deadline)
             return
         with root, made(root.child(PUBLISHER_STATE_SUBDIR, create=True)) as own:
-            name = f"{claim.directory}{_LOCK_SUFFIX}"
-            while True:
-                fd = own.open_file(name, os.O_RDWR | os.O_CREAT, 0o600)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                    if own.same_file(name, fd):
-                        break
-                except BaseException:
-                    os.close(fd)
-                    raise
-                os.close(fd)  # unlinked by the holder we waited for: take the new one
-            state: _State | None = None
+            lock = ClaimLock(own, f"{_file_stem(claim)}{_LOCK_SUFFIX}")
+            lock.acquire(deadline=deadline, timeout=self.lock_timeout)
+            held = _Held(own, claim, deadline)
             try:
-                state = _State(own, claim, what)
-                own.remove_temporaries(f"{claim.directory}{_STATE_SUFFIX}")
+                own.remove_temporary(held.state_name)
                 self._clean_requests(claim, what)
-                self._clean_cdi(claim, specs=False)
-                yield state
+                yield held
             finally:
                 try:
-                    if state is None or not state.stored:
-                        own.unlink(name)
+                    unused = own.lstat(held.state_name) is None
                 finally:
-                    os.close(fd)
+                    lock.release(remove=unused)
 
-    def _existing(self, claim: ClaimRef, base: str, path: str) -> bytes | None:
+    @contextlib.contextmanager
+    def _cdi_locked(
+        self, claim: ClaimRef, what: str, deadline: float, *, create: bool
+    ) -> Iterator[_CdiHeld | None]:
+        """Hold ``claim``'s lock in the CDI directory (None: no CDI directory, not ``create``)."""
+        cdi = SafeDir.open_root(self.cdi_dir, what, create=create)
+        if cdi is None:
+            yield None
+            return
+        with cdi:
+            lock = ClaimLock(cdi, self._cdi_lock_name(claim))
+            lock.acquire(deadline=deadline, timeout=self.lock_timeout)
+            held = _CdiHeld(cdi)
+            try:
+                yield held
+            except BaseException:
+                # A failed call: the lock goes if the claim has no spec (known requests).
+                with contextlib.suppress(PublishError):
+                    held.remove_lock = not any(
+                        cdi.lstat(self._cdi_spec_name(claim, base)) is not None
+                        for base in self._prepared_bases(claim)
+                    )
+                raise
+            finally:
+                lock.release(remove=held.remove_lock)
+
+    def _last_generation(
+        self, state: _State, claim: ClaimRef, request: str
+    ) -> tuple[int, str | None, bool]:
+        """The highest generation ``request`` has had, the podClaimName to keep, and whether
+        its file exists.
+
+        The highest of the state's (when it could be read) and the file's (when it
+        decodes); a file that does not decode with no generation in the state is a
+        :class:`DecodeError` (also a :class:`PublishError`) that says how to go on.
+        """
+        base = request_base(request)
+        path = self.metadata_path(claim, request)
+        recorded = state.requests.get(base)
+        found = self._existing(claim, base)
+        previous: DeviceMetadata | None = None
+        if found is not None:
+            try:
+                previous = decode_file(path, found)
+            except DecodeError as err:
+                if recorded is None:  # nothing says where it was
+                    why = state.problem or "and the publisher's state has no generation for it"
+                    raise _Undecodable(
+                        f"decode existing metadata: {err}; {why}: the next generation is "
+                        "unknown; unprepare the claim (or remove the file) to start again "
+                        "at generation 1",
+                        path=path,
+                    ) from None
+        generation = recorded[0] if recorded is not None else 0
+        if previous is not None:  # another writer may have gone further: go on above it
+            generation = max(generation, previous.metadata.generation)
+        if recorded is not None:
+            pod_claim_name = recorded[1]
+        elif previous is not None:
+            pod_claim_name = previous.pod_claim_name
+        else:
+            pod_claim_name = claim.pod_claim_name
+        return generation, pod_claim_name, found is not None
+
+    def _existing(self, claim: ClaimRef, base: str) -> bytes | None:
         """The bytes of ``base``'s file (None when it or a directory is missing)."""
-        found = self._request_dir(claim, base, "update", create=False)
+        found = self._request_dir(claim, base, "read metadata file", create=False)
         if found is None:
             return None
         with found:
@@ -669,6 +804,14 @@ class MetadataPublisher:
         with top:
             return top.child(claim.directory, create=create)
 
+    def _prepared_bases(self, claim: ClaimRef) -> list[str]:
+        """The base requests with a directory in the claim's directory (no other listing)."""
+        claim_dir = self._claim_dir(claim, "clean up device metadata", create=False)
+        if claim_dir is None:
+            return []
+        with claim_dir:
+            return [name for name in claim_dir.names() if _is_label(name)]
+
     def _clean_requests(self, claim: ClaimRef, what: str) -> None:
         """Remove temporaries of interrupted writes in the claim's request directories."""
         claim_dir = self._claim_dir(claim, what, create=False)
@@ -683,23 +826,59 @@ class MetadataPublisher:
                     with request_dir:
                         request_dir.remove_temporaries(NODE_METADATA_FILE)
 
-    def _clean_cdi(self, claim: ClaimRef, *, specs: bool) -> None:
-        """Remove the claim's CDI temporaries (and, with ``specs``, its spec files)."""
-        what = "clean up device metadata"
-        cdi = SafeDir.open_root(self.cdi_dir, what, create=False)
-        if cdi is None:
+    def _spec_owner(self, cdi: SafeDir, name: str) -> str | None:
+        """The file the spec ``name`` mounts (None: no spec, or not one a publisher wrote)."""
+        info = cdi.lstat(name)
+        if info is None or not stat.S_ISREG(info.st_mode) or info.st_size > _SPEC_LIMIT:
+            return None
+        data = cdi.read(name, limit=_SPEC_LIMIT)
+        return None if data is None else _spec_host_path(data)
+
+    def _is_mine(self, host_path: str, claim: ClaimRef, base: str) -> bool:
+        """Whether a spec mounting ``host_path`` is this publisher's spec of ``base``."""
+        mine = self.metadata_path(claim, base)
+        if os.path.normpath(host_path) == mine:
+            return True
+        try:  # the same directory reached by another spelling (a link in the configured root)
+            return os.path.samefile(os.path.dirname(host_path), os.path.dirname(mine))
+        except (OSError, ValueError):
+            return False
+
+    def _refuse_foreign_spec(self, cdi: SafeDir, claim: ClaimRef, request: str, what: str) -> None:
+        """Refuse to write a spec that another publisher of the driver wrote."""
+        base = request_base(request)
+        name = self._cdi_spec_name(claim, request)
+        host_path = self._spec_owner(cdi, name)
+        if host_path is None or self._is_mine(host_path, claim, base):
             return
-        prefix = f"{self.driver}_{_CDI_CLASS}_{claim.uid}_"
-        with cdi:
-            for name in cdi.names():
-                spec = name[1:].partition(f"{_CDI_SUFFIX}.")[0] + _CDI_SUFFIX
-                if name.startswith(".") and name.endswith(TEMP_SUFFIX):
-                    if _is_spec_name(spec, prefix):
-                        cdi.remove_temporaries(spec)
-                elif specs and _is_spec_name(name, prefix):
-                    # Go removes what <driver>_metadata_<uid>_*.json matches; a directory
-                    # or link of that name was not written here and stays.
-                    cdi.unlink_regular(name)
+        path = os.path.join(cdi.path, name)
+        theirs = host_path.partition(f"{os.sep}{NODE_METADATA_SUBDIR}{os.sep}")[0]
+        raise PublishError(
+            f"{what}: {path}: written by another publisher of {self.driver}: it mounts "
+            f"{host_path}, not {self.metadata_path(claim, base)}; two publishers of one driver "
+            f"(plugin data directories {theirs} and {self.plugin_data_dir}) share the CDI "
+            f"directory {self.cdi_dir}: give them one plugin data directory, or each its own "
+            "CDI directory",
+            path=path,
+        )
+
+    def _remove_specs(self, cdi: SafeDir, claim: ClaimRef, bases: Iterable[str]) -> bool:
+        """Remove the claim's specs of ``bases`` that are this publisher's; True if none is left.
+
+        A directory or link with a spec's name was not written here and stays, as
+        does another publisher's spec (its mount is not this publisher's file).
+        """
+        none_left = True
+        for base in bases:
+            name = self._cdi_spec_name(claim, base)
+            cdi.remove_temporary(name)
+            host_path = self._spec_owner(cdi, name)
+            if host_path is not None and not self._is_mine(host_path, claim, base):
+                none_left = False
+                _log_kept(os.path.join(cdi.path, name), host_path)
+                continue
+            cdi.unlink_regular(name)
+        return none_left
 
     def _remove_claim_files(self, claim: ClaimRef) -> list[str]:
         """Remove the claim's metadata files and directories; return what else was there."""
@@ -743,27 +922,34 @@ class MetadataPublisher:
             if mode == "in-place":
                 request_dir.rewrite(NODE_METADATA_FILE, data)
             else:
-                request_dir.replace(NODE_METADATA_FILE, data)
+                request_dir.replace(NODE_METADATA_FILE, data, locked=True)
         return path
 
-    def _write_cdi_spec(self, claim: ClaimRef, request: str) -> str:
-        """Write the CDI spec of ``request`` (internal)."""
+    def _write_cdi_spec(self, claim: ClaimRef, request: str, cdi: SafeDir | None = None) -> str:
+        """Write the CDI spec of ``request`` (internal); ``cdi``: the CDI directory, open."""
         import json
 
         spec = self.cdi_spec(claim, request)
         path = self.cdi_spec_path(claim, request)
         data = _go_escape(json.dumps(spec, indent=2, ensure_ascii=False)).encode("utf-8")
-        cdi = SafeDir.open_root(self.cdi_dir, "create CDI directory", create=True)
-        assert cdi is not None  # created
-        with cdi:
-            cdi.what = "write CDI spec file"
-            cdi.replace(self._cdi_spec_name(claim, request), data)
+        if cdi is None:
+            with made(SafeDir.open_root(self.cdi_dir, "create CDI directory", create=True)) as own:
+                return self._write_cdi_spec(claim, request, own)
+        what, cdi.what = cdi.what, "write CDI spec file"
+        try:
+            cdi.replace(self._cdi_spec_name(claim, request), data, locked=True)
+        finally:
+            cdi.what = what
         return path
 
     def _remove_request(self, claim: ClaimRef, request: str) -> None:
-        """Remove one request's file, directory and CDI spec; the claim's directory if empty."""
+        """Remove one request's CDI spec, file and directory; the claim's directory if empty."""
         what = "clean up device metadata"
         claim = _claim(claim)
+        cdi = SafeDir.open_root(self.cdi_dir, what, create=False)
+        if cdi is not None:
+            with cdi:
+                cdi.unlink_regular(self._cdi_spec_name(claim, request))
         claim_dir = self._claim_dir(claim, what, create=False)
         if claim_dir is not None:
             with claim_dir:
@@ -775,48 +961,109 @@ class MetadataPublisher:
                     claim_dir.rmdir(base)
                 if not claim_dir.names():
                     claim_dir.remove_self()
-        cdi = SafeDir.open_root(self.cdi_dir, what, create=False)
-        if cdi is not None:
-            with cdi:
-                cdi.unlink_regular(self._cdi_spec_name(claim, request))
+
+
+@dataclass
+class _CdiHeld:
+    """The CDI directory while the claim's CDI lock is held; ``remove_lock``: no spec is left."""
+
+    dir: SafeDir
+    remove_lock: bool = False
+
+
+class _Held:
+    """A call's hold on a claim: the publisher's own directory (None: nothing was ever
+    written), the call's deadline, and the claim's state, read when first asked for."""
+
+    def __init__(self, own: SafeDir | None, claim: ClaimRef, deadline: float) -> None:
+        self.own = own
+        self.deadline = deadline
+        self.state_name = f"{_file_stem(claim)}{_STATE_SUFFIX}"
+        self._state: _State | None = None
+
+    def state(self, what: str) -> _State:
+        """The claim's state (one that cannot be read is logged and left aside)."""
+        if self._state is None:
+            assert self.own is not None
+            self._state = _State(self.own, self.state_name, what)
+            if self._state.problem is not None:
+                from ._log import logger
+
+                logger().warning(
+                    "%s: %s: %s; the generations are taken from the metadata files",
+                    what,
+                    self._state.path,
+                    self._state.problem,
+                )
+        return self._state
+
+    def recorded_bases(self) -> set[str]:
+        """The base requests the state names, if it can be read (unprepare needs none)."""
+        if self.own is None:
+            return set()
+        return set(_State(self.own, self.state_name, "clean up device metadata").requests)
+
+    def forget(self) -> None:
+        """Remove the state, whatever it holds (a directory there is not ours, and stays)."""
+        if self.own is None:
+            return
+        info = self.own.lstat(self.state_name)
+        if info is not None and not stat.S_ISDIR(info.st_mode):
+            self.own.unlink(self.state_name)
+        elif info is not None:
+            from ._log import logger
+
+            logger().warning(
+                "clean up device metadata: %s: a directory where the claim's state belongs: "
+                "left; remove it before the claim is prepared again",
+                os.path.join(self.own.path, self.state_name),
+            )
+        self.own.remove_temporary(self.state_name)
 
 
 class _State:
-    """A claim's state file, read under its lock: the highest generation of each request."""
+    """A claim's state file, read under its lock: the highest generation of each request.
 
-    def __init__(self, own: SafeDir | None, claim: ClaimRef, what: str) -> None:
+    One that cannot be used (missing is fine: empty) is empty, with ``problem``
+    saying why: unreadable, not JSON, not the publisher's schema, or a generation
+    outside 1..int64. It is replaced at the next :meth:`record`.
+    """
+
+    def __init__(self, own: SafeDir, name: str, what: str) -> None:
         self._own = own
-        self._name = f"{claim.directory}{_STATE_SUFFIX}"
+        self._name = name
+        self._what = what
+        self.path = os.path.join(own.path, name)
         #: base request -> (highest generation written or about to be, podClaimName written)
         self.requests: dict[str, tuple[int, str | None]] = {}
-        self.stored = False
-        data = None if own is None else own.read(self._name)
-        if data is None:
-            return
-        import json
-
+        #: Why the state on disk was left aside (None: read, or there was none).
+        self.problem: str | None = None
         try:
-            loaded = json.loads(data)
-            self.requests = {
-                str(base): (int(entry["generation"]), entry.get("podClaimName"))
-                for base, entry in loaded["requests"].items()
-            }
-        except (ValueError, KeyError, TypeError, AttributeError) as err:
-            path = os.path.join(own.path, self._name) if own else self._name
-            raise PublishError(
-                f"{what}: {path}: not a state file this publisher wrote: {err}", path=path
-            ) from None
-        self.stored = True
-
-    def generation(self, base: str) -> int:
-        """The highest generation ``base`` has had while prepared (0: none)."""
-        return self.requests.get(base, (0, None))[0]
+            data = own.read(name, limit=_STATE_LIMIT)
+        except PublishError as err:
+            self.problem = f"the publisher's state cannot be read ({err})"
+            return
+        if data is not None:
+            try:
+                self.requests = _parse_state(data)
+            except ValueError as err:
+                self.problem = f"the publisher's state is not one it wrote ({err})"
 
     def record(self, base: str, generation: int, pod_claim_name: str | None) -> None:
         """Keep ``generation`` as ``base``'s highest, crash-safely, before its file is written."""
         import json
 
-        assert self._own is not None
+        info = self._own.lstat(self._name)
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise PublishError(
+                f"{self._what}: {self.path}: a directory where the publisher keeps the claim's "
+                "state: remove it, then prepare the claim again",
+                path=self.path,
+            )
+        if info is not None and (not stat.S_ISREG(info.st_mode) or info.st_nlink > 1):
+            # A link, or a second name of another file: the name is replaced, nothing
+            # is written through it.
+            self._own.unlink(self._name)
         self.requests[base] = (generation, pod_claim_name)
         body = {
             "requests": {
@@ -824,15 +1071,103 @@ class _State:
                 for name, (gen, pcn) in sorted(self.requests.items())
             }
         }
-        self._own.replace(self._name, (json.dumps(body) + "\n").encode("utf-8"), mode=0o600)
-        self.stored = True
+        self._own.replace(
+            self._name, (json.dumps(body) + "\n").encode("utf-8"), mode=0o600, locked=True
+        )
+        self.problem = None
 
-    def forget(self) -> None:
-        """Remove the state (unprepare: the next prepare starts at generation 1)."""
-        if self._own is not None:
-            self._own.unlink_regular(self._name)
-        self.requests = {}
-        self.stored = False
+
+def _parse_state(data: bytes) -> dict[str, tuple[int, str | None]]:
+    """The requests of a state file; ``ValueError`` saying what is wrong with one."""
+    import json
+
+    try:
+        loaded = json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as err:  # also what is not UTF-8, and integers of too many digits
+        raise ValueError(f"not JSON: {err}") from None
+    requests = loaded.get("requests") if isinstance(loaded, dict) else None
+    if not isinstance(requests, dict):
+        raise ValueError('no "requests" object')
+    parsed: dict[str, tuple[int, str | None]] = {}
+    for base, entry in requests.items():
+        generation = entry.get("generation") if isinstance(entry, dict) else None
+        pod_claim_name = entry.get("podClaimName") if isinstance(entry, dict) else None
+        if not _is_label(base):
+            raise ValueError(f"{base!r} is not a request name")
+        if type(generation) is not int or not 1 <= generation <= _INT64_MAX:
+            raise ValueError(f"request {base!r}: generation {generation!r} is not in 1..int64")
+        if pod_claim_name is not None and not isinstance(pod_claim_name, str):
+            raise ValueError(f"request {base!r}: podClaimName {pod_claim_name!r} is not a string")
+        parsed[base] = (generation, pod_claim_name)
+    return parsed
+
+
+def _spec_host_path(data: bytes) -> str | None:
+    """The ``hostPath`` of a metadata CDI spec's one mount (None: not such a spec)."""
+    import json
+
+    try:
+        spec = json.loads(data)
+        mount = spec["devices"][0]["containerEdits"]["mounts"][0]
+        host_path = mount["hostPath"]
+    except (ValueError, RecursionError, LookupError, TypeError):
+        return None
+    return host_path if isinstance(host_path, str) else None
+
+
+def _log_kept(path: str, host_path: str) -> None:
+    from ._log import logger
+
+    logger().warning(
+        "clean up device metadata: %s: kept: another publisher wrote it (it mounts %s)",
+        path,
+        host_path,
+    )
+
+
+@contextlib.contextmanager
+def _publish_errors(what: str) -> Iterator[None]:
+    """Let no ``OSError`` of a call escape as anything but a :class:`PublishError`."""
+    try:
+        yield
+    except DRAMetadataError:
+        raise
+    except OSError as err:
+        path = err.filename if isinstance(err.filename, str) else None
+        where = f"{path}: " if path else ""
+        raise PublishError(f"{what}: {where}{os_reason(err)}", path=path) from err
+
+
+def _file_stem(claim: ClaimRef) -> str:
+    """``<namespace>_<claim>``, shortened to fit NAME_MAX with the lock and state suffixes.
+
+    Longer than :data:`_STEM_MAX` bytes: its first 200 bytes, ``_`` and 40 hex digits
+    of its SHA-256. Kubernetes names hold no ``_``, so a shortened stem (two) is
+    never a whole one (one).
+    """
+    directory = claim.directory
+    raw = directory.encode("utf-8", "surrogatepass")
+    if len(raw) <= _STEM_MAX:
+        return directory
+    import hashlib
+
+    keep = raw[:_STEM_KEEP].decode("utf-8", "ignore")
+    return f"{keep}_{hashlib.sha256(raw).hexdigest()[:40]}"
+
+
+def _check_fits(claim: ClaimRef, claim_dir: str, what: str) -> None:
+    """Refuse a claim whose directory ``<namespace>_<claim>`` no file system can name (as Go's
+    layout cannot hold it), before anything is written."""
+    size = len(claim.directory.encode("utf-8", "surrogatepass"))
+    if size > _NAME_MAX:
+        raise PublishError(
+            f"{what}: {claim_dir}: {os.strerror(errno.ENAMETOOLONG).lower()}: the claim's "
+            f"directory <namespace>_<claim> is {size} bytes, and a file name can have "
+            f"{_NAME_MAX}",
+            path=claim_dir,
+        )
 
 
 def _next(generation: int, what: str) -> int:
@@ -842,6 +1177,16 @@ def _next(generation: int, what: str) -> int:
             "unprepare the claim to start again at 1"
         )
     return generation
+
+
+def _check_timeout(timeout: object) -> float:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 0 <= timeout < math.inf
+    ):
+        raise PublishError(f"lock_timeout must be a number of seconds, 0 or more, not {timeout!r}")
+    return float(timeout)
 
 
 # --- checks -----------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ it started from:
   relative to its parent's descriptor, made 0755 when asked, and re-moded
   only while it is empty and ours;
 * every file is created, read, replaced (a temporary ``.<name>.<random>.tmp``,
-  fsync, rename, fsync of the directory), rewritten in place, re-moded and
+  or ``.<name>.tmp`` for a caller that holds a lock over the name; fsync,
+  rename, fsync of the directory), rewritten in place, re-moded and
   removed relative to its directory's descriptor; a link, a file of another
   kind, a FIFO or a file with a second hard link where a file belongs is
   refused, never written, read or removed through;
@@ -19,7 +20,9 @@ it started from:
 
 A :class:`SafeDir` call that fails raises :class:`~dra_metadata.PublishError`
 ``<what>: <path>: <reason>``: ``<what>`` is what the caller is doing, ``<path>``
-the target (never a temporary name). :func:`replace_file`,
+the target; when the temporary file is what failed, its name follows the reason.
+A name too long for the file system is missing where a call only looks
+(nothing of that name can exist) and an error where it writes. :func:`replace_file`,
 :func:`rewrite_in_place` and :func:`make_dirs` are the layer's one-call forms,
 which the testing kit uses too; :func:`make_dirs` raises the ``OSError`` itself.
 """
@@ -42,6 +45,7 @@ __all__ = [
     "make_dirs",
     "replace_file",
     "rewrite_in_place",
+    "temporary_name",
 ]
 
 #: How a replace's temporary file ends (``.<name>.<random>.tmp``); one left is a killed write's.
@@ -89,9 +93,19 @@ class SafeDir:
             os.close(self._parent[0])
             self._parent = None
 
-    def _fail(self, err: OSError, name: str | None = None) -> PublishError:
+    def failure(
+        self, err: OSError, name: str | None = None, *, temp: str | None = None
+    ) -> PublishError:
+        """The :class:`PublishError` of ``err`` on ``name`` (this directory when None).
+
+        ``temp``: the temporary file that failed while ``name`` was written, named after the
+        reason.
+        """
         path = self.path if name is None else os.path.join(self.path, name)
-        return PublishError(f"{self.what}: {_describe(err, path)}", path=path)
+        message = f"{self.what}: {_describe(err, path)}"
+        if temp is not None:
+            message += f" (its temporary file {os.path.join(self.path, temp)})"
+        return PublishError(message, path=path)
 
     def _refuse(self, name: str, reason: str) -> PublishError:
         path = os.path.join(self.path, name)
@@ -129,7 +143,7 @@ class SafeDir:
                 return None
             raise self._refuse(name, "not a directory (a link or another file)") from err
         except OSError as err:
-            raise self._fail(err, name) from err
+            raise self.failure(err, name) from err
         if fd is None:
             return None
         found = SafeDir(fd, os.path.join(self.path, name), self.what)
@@ -141,7 +155,7 @@ class SafeDir:
         try:
             return sorted(os.listdir(self.fd))
         except OSError as err:
-            raise self._fail(err) from err
+            raise self.failure(err) from err
 
     def lstat(self, name: str) -> os.stat_result | None:
         """``name``'s own status (a link not followed), or None when missing."""
@@ -150,7 +164,10 @@ class SafeDir:
         except FileNotFoundError:
             return None
         except OSError as err:
-            raise self._fail(err, name) from err
+            if err.errno == errno.ENAMETOOLONG:
+                return None  # nothing of that name can exist
+
+            raise self.failure(err, name) from err
 
     def _check_target(self, name: str, info: os.stat_result | None) -> None:
         if info is None:
@@ -169,7 +186,7 @@ class SafeDir:
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise self._refuse(name, "a link") from err
-            raise self._fail(err, name) from err
+            raise self.failure(err, name) from err
         try:
             self._check_target(name, os.fstat(fd))
         except BaseException:
@@ -183,33 +200,51 @@ class SafeDir:
         mine = os.fstat(fd)
         return info is not None and (info.st_dev, info.st_ino) == (mine.st_dev, mine.st_ino)
 
-    def read(self, name: str) -> bytes | None:
-        """The bytes of the regular file ``name`` (None when missing), up to the readers' limit."""
+    def read(self, name: str, *, limit: int = DEFAULT_MAX_SIZE) -> bytes | None:
+        """The bytes of the regular file ``name`` (None when missing), up to ``limit`` bytes.
+
+        ``limit`` defaults to the readers' limit; a larger file is refused.
+        """
         try:
             fd = self.open_file(name, os.O_RDONLY)
         except PublishError as err:
-            if isinstance(err.__cause__, FileNotFoundError):
+            cause = err.__cause__
+            if isinstance(cause, FileNotFoundError) or (
+                isinstance(cause, OSError) and cause.errno == errno.ENAMETOOLONG
+            ):
                 return None
             raise
         try:
             chunks: list[bytes] = []
             size = 0
-            while size <= DEFAULT_MAX_SIZE:
-                chunk = os.read(fd, 1 << 20)
+            while size <= limit:
+                chunk = os.read(fd, min(1 << 20, limit + 1 - size))
                 if not chunk:
                     return b"".join(chunks)
                 chunks.append(chunk)
                 size += len(chunk)
         except OSError as err:
-            raise self._fail(err, name) from err
+            raise self.failure(err, name) from err
         finally:
             os.close(fd)
-        raise self._refuse(name, f"larger than the readers' limit of {DEFAULT_MAX_SIZE} bytes")
+        whose = "the readers' limit" if limit == DEFAULT_MAX_SIZE else "the limit"
+        raise self._refuse(name, f"larger than {whose} of {limit} bytes")
 
-    def replace(self, name: str, data: bytes, *, mode: int = _FILE_MODE) -> None:
-        """Replace ``name`` atomically: a temporary ``.<name>.<random>.tmp``, fsync, rename."""
+    def replace(
+        self, name: str, data: bytes, *, mode: int = _FILE_MODE, locked: bool = False
+    ) -> None:
+        """Replace ``name`` atomically: write a temporary file, fsync it, rename it over ``name``.
+
+        The temporary is ``.<name>.<random>.tmp``; with ``locked`` (the caller holds a
+        lock that serialises every writer of ``name``) it is ``.<name>.tmp``, and one a
+        killed write left is removed first: its cleanup needs no listing of the directory.
+        """
         self._check_target(name, self.lstat(name))
-        temp = f".{name}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
+        if locked:
+            temp = temporary_name(name)
+            self.remove_temporary(name)
+        else:
+            temp = f".{name}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
         try:
             try:
                 fd = os.open(
@@ -219,7 +254,7 @@ class SafeDir:
                     dir_fd=self.fd,
                 )
             except OSError as err:
-                raise self._fail(err, name) from err
+                raise self.failure(err, name, temp=temp) from err
             try:
                 _write_all(fd, data)
                 os.fchmod(fd, mode)
@@ -230,7 +265,7 @@ class SafeDir:
         except OSError as err:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=self.fd)
-            raise self._fail(err, name) from err
+            raise self.failure(err, name) from err
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=self.fd)
@@ -238,7 +273,7 @@ class SafeDir:
         try:
             os.fsync(self.fd)
         except OSError as err:
-            raise self._fail(err) from err
+            raise self.failure(err) from err
 
     def rewrite(self, name: str, data: bytes) -> None:
         """Truncate ``name`` (created if missing, mode 0644) and write ``data`` into the same inode.
@@ -255,7 +290,7 @@ class SafeDir:
             _write_all(fd, data)
             os.fsync(fd)
         except OSError as err:
-            raise self._fail(err, name) from err
+            raise self.failure(err, name) from err
         finally:
             os.close(fd)
 
@@ -274,7 +309,7 @@ class SafeDir:
         except FileNotFoundError:
             pass
         except OSError as err:
-            raise self._fail(err, name) from err
+            raise self.failure(err, name) from err
 
     def rmdir(self, name: str) -> None:
         """Remove the empty directory ``name`` (gone already is fine)."""
@@ -283,7 +318,7 @@ class SafeDir:
         except FileNotFoundError:
             pass
         except OSError as err:
-            raise self._fail(err, name) from err
+            raise self.failure(err, name) from err
 
     def remove_self(self) -> None:
         """Remove this directory, when empty, through the parent it was opened from."""
@@ -301,14 +336,26 @@ class SafeDir:
             os.rmdir(name, dir_fd=parent_fd)
         except (FileNotFoundError, OSError) as err:
             if err.errno not in (errno.ENOENT, errno.ENOTEMPTY, errno.EEXIST):
-                raise self._fail(err) from err
+                raise self.failure(err) from err
+
+    def remove_temporary(self, name: str) -> None:
+        """Remove ``.<name>.tmp``, what a killed locked :meth:`replace` left (no listing)."""
+        temp = temporary_name(name)
+        info = self.lstat(temp)
+        if info is not None and not stat.S_ISDIR(info.st_mode):
+            self.unlink(temp)
 
     def remove_temporaries(self, name: str) -> None:
-        """Remove the temporaries ``.<name>.<random>.tmp`` that interrupted writes left."""
+        """Remove the temporaries ``.<name>.<random>.tmp`` and ``.<name>.tmp`` writes left."""
         prefix = f".{name}."
         for entry in self.names():
             if entry.startswith(prefix) and entry.endswith(TEMP_SUFFIX):
                 self.unlink_regular(entry)
+
+
+def temporary_name(name: str) -> str:
+    """The temporary of a locked :meth:`SafeDir.replace` of ``name``: ``.<name>.tmp``."""
+    return f".{name}{TEMP_SUFFIX}"
 
 
 def made(directory: SafeDir | None) -> SafeDir:
@@ -338,6 +385,8 @@ def _open_dir_at(parent: int, name: str, *, create: bool) -> int | None:
             raise
         return None
     except OSError as err:
+        if err.errno == errno.ENAMETOOLONG and not create:
+            return None  # nothing of that name can exist
         if err.errno in (errno.ELOOP, errno.ENOTDIR):
             raise NotADirectoryError(err.errno, os.strerror(err.errno), name) from err
         raise

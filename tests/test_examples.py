@@ -75,3 +75,23 @@ def test_ml_workload_without_metadata_fails_cleanly(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("no device metadata: no metadata files found in ")
     assert "Traceback" not in done.stderr
+
+
+def test_publisher_faults_example_shows_each_fault_handled(tmp_path: Path) -> None:
+    """examples/publisher_faults.py: a held lock named, a damaged state passed, a rival refused."""
+    done = subprocess.run(
+        [sys.executable, "examples/publisher_faults.py", str(tmp_path)],
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "1. lock held elsewhere: names the lock and its holder",
+        "2. damaged state: prepare went on above the file's generation: 2",
+        "3. second publisher: refused",
+        "   after unprepare, files on the node: []",
+    ]

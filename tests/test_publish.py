@@ -7,12 +7,14 @@ bytes, the write mechanics and the refusals.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import stat
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -211,6 +213,8 @@ def test_unprepare_leaves_other_claims_and_drivers_alone(tmp_path: Path) -> None
     nic.prepare(CLAIM, "r", [nic.device("p", "d")])
     gpu.unprepare(CLAIM)
     assert sorted(os.listdir(tmp_path / "cdi")) == [
+        ".example.com_metadata_1234-claim-uid-2.lock",  # the locks of the claims still prepared
+        ".nic.example.com_metadata_1234-claim-uid.lock",
         "example.com_metadata_1234-claim-uid-2_r.json",
         "nic.example.com_metadata_1234-claim-uid_r.json",
     ]
@@ -252,6 +256,30 @@ def test_update_of_what_was_not_prepared_is_not_found(
         f'request "{request_name}" not found in prepared claim default/my-claim'
     )
     assert not Path(pub.metadata_path(claim, request_name)).exists()
+
+
+def test_update_of_what_was_not_prepared_leaves_the_cdi_directory_alone(tmp_path: Path) -> None:
+    """A failing update does not touch the CDI lock: held elsewhere, the answer is still at once.
+
+    (Taken first, its lock file showed in the CDI directory while the update failed,
+    just after an unprepare had left it empty.)
+    """
+    pub = dm.MetadataPublisher(
+        DRIVER, plugin_data_dir=tmp_path / "plugin", cdi_dir=tmp_path / "cdi", lock_timeout=5
+    )
+    other = dm.ClaimRef(name="other", namespace="default", uid="other-uid")
+    pub.prepare(other, REQUEST, [pub.device("node-1", "gpu-0")])
+    pub.prepare(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
+    pub.unprepare(CLAIM)
+    before = sorted(os.listdir(pub.cdi_dir))
+    with open(pub.cdi_lock_path(CLAIM), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        started = time.monotonic()
+        with pytest.raises(dm.MetadataNotFoundError):
+            pub.update(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
+        assert time.monotonic() - started < 2
+    os.unlink(pub.cdi_lock_path(CLAIM))
+    assert sorted(os.listdir(pub.cdi_dir)) == before
 
 
 def test_update_increments_the_generation_every_time(pub: dm.MetadataPublisher) -> None:
@@ -321,7 +349,10 @@ def test_the_file_is_encode_of_the_object_in_the_configured_versions(tmp_path: P
     """The node file is byte for byte encode() of the object, versions in the order given."""
     for run, versions in enumerate(([dm.V1BETA1, dm.V1ALPHA1], [dm.V1BETA1])):
         pub = dm.MetadataPublisher(
-            DRIVER, plugin_data_dir=tmp_path / f"p{run}", cdi_dir=tmp_path / "c", versions=versions
+            DRIVER,
+            plugin_data_dir=tmp_path / f"p{run}",
+            cdi_dir=tmp_path / f"c{run}",
+            versions=versions,
         )
         devices = [pub.device("n", "gpu-0", attributes=string_attrs(b="<&>", a="é"))]
         pub.prepare(CLAIM, "r", devices)
@@ -532,12 +563,12 @@ def test_a_failed_rename_leaves_no_temporary_file(pub: dm.MetadataPublisher) -> 
     target = Path(pub.metadata_path(CLAIM, "r"))
     (target / "occupied").mkdir(parents=True)
     with pytest.raises(
-        dm.PublishError, match=r"^write metadata file: .*metadata\.json: not a regular file"
+        dm.PublishError, match=r"^read metadata file: .*metadata\.json: not a regular file"
     ) as err:
         pub.prepare(CLAIM, "r", [pub.device("n", "d")])
     assert err.value.path == str(target)
     assert leftovers(pub.plugin_data_dir) == []
-    assert not Path(pub.cdi_dir).exists()  # the spec is only written for a file that exists
+    assert os.listdir(pub.cdi_dir) == []  # the spec is only written for a file that exists
 
 
 def test_a_write_that_fails_midway_leaves_no_temporary_file_and_the_old_file(
@@ -597,11 +628,11 @@ def read_only_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_a_read_only_directory_is_a_publish_error(tmp_path: Path, read_only_dir: Path) -> None:
-    """A CDI directory that cannot be written: PublishError naming it, no temporary file."""
+    """A CDI directory that cannot be written: PublishError naming the file that failed."""
     pub = dm.MetadataPublisher(DRIVER, plugin_data_dir=tmp_path / "p", cdi_dir=read_only_dir)
     with pytest.raises(
         dm.PublishError,
-        match=r"^write CDI spec file: .*/cdi/example\.com_metadata_1234-claim-uid_r\.json: "
+        match=r"^prepare: .*/cdi/\.example\.com_metadata_1234-claim-uid\.lock: "
         r"(read-only|permission)",
     ):
         pub.prepare(CLAIM, "r", [pub.device("n", "d")])
@@ -764,16 +795,22 @@ def test_the_lock_and_state_files_sit_where_no_reader_looks(pub: dm.MetadataPubl
 def test_temporaries_of_killed_writes_go_at_the_next_call_and_at_unprepare(
     pub: dm.MetadataPublisher,
 ) -> None:
-    """What a kill -9 mid-write leaves (node, CDI and state temporaries) goes; others' stay."""
+    """What a kill -9 mid-write leaves (node, CDI and state temporaries) goes; others' stay.
+
+    The publisher's temporaries are ``.<name>.tmp`` (its writes are under the claim's
+    locks); in the claim's own directory, ``.<name>.<random>.tmp`` go too.
+    """
     pub.prepare(CLAIM, "r", [pub.device("n", "d")])
 
     def plant() -> list[Path]:
         spec = Path(pub.cdi_spec_path(CLAIM, "r"))
         state = Path(pub.state_path(CLAIM))
+        request_dir = Path(pub.metadata_path(CLAIM, "r")).parent
         planted = [
-            Path(pub.metadata_path(CLAIM, "r")).parent / ".metadata.json.1a2b3c4d.tmp",
-            spec.parent / f".{spec.name}.1a2b3c4d.tmp",
-            state.parent / f".{state.name}.1a2b3c4d.tmp",
+            request_dir / ".metadata.json.1a2b3c4d.tmp",
+            request_dir / ".metadata.json.tmp",
+            spec.parent / f".{spec.name}.tmp",
+            state.parent / f".{state.name}.tmp",
         ]
         for path in planted:
             path.write_bytes(b"half")
@@ -783,6 +820,9 @@ def test_temporaries_of_killed_writes_go_at_the_next_call_and_at_unprepare(
     others.write_bytes(b"not ours")
     planted = plant()
     pub.update(CLAIM, "r", [pub.device("n", "d")])
+    assert [path for path in planted if path.exists()] == []
+    planted = plant()
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])  # the kubelet prepares again
     assert [path for path in planted if path.exists()] == []
     planted = plant()
     pub.unprepare(CLAIM)
@@ -798,3 +838,150 @@ def test_update_goes_on_above_a_generation_another_writer_wrote(
     path = Path(pub.metadata_path(CLAIM, "r"))
     path.write_text(path.read_text().replace('"generation": 1', '"generation": 7'))
     assert pub.update(CLAIM, "r", [pub.device("n", "d")]).metadata.generation == 8
+
+
+# --- names within NAME_MAX, no listing of the node's directories, one publisher per spec -------
+
+
+@pytest.mark.parametrize("length", [230, 240, 244, 245, 250, 255])
+def test_every_claim_the_go_layout_holds_gets_lock_and_state_names_within_name_max(
+    pub: dm.MetadataPublisher, length: int
+) -> None:
+    """<ns>_<claim> of up to 255 bytes: lock, state and the state's temporary fit in NAME_MAX."""
+    namespace = "n" * 63
+    claim = dm.ClaimRef(name="c" * (length - 64), namespace=namespace, uid="u1")
+    device = pub.device("n", "d")
+    pub.prepare(claim, "r", [device])
+    assert pub.update(claim, "r", [device]).metadata.generation == 2
+    names = os.listdir(os.path.dirname(pub.state_path(claim)))
+    assert sorted(names) == sorted(
+        os.path.basename(p) for p in (pub.lock_path(claim), pub.state_path(claim))
+    )
+    assert len(f".{os.path.basename(pub.state_path(claim))}.tmp") <= 255
+    whole = length + len(".state.tmp") + 1 <= 255
+    assert os.path.basename(pub.state_path(claim)).startswith(claim.directory) == whole
+    pub.unprepare(claim)
+    assert os.listdir(pub.plugin_data_dir + "/dra-metadata-publisher") == []
+
+
+def test_shortened_names_are_distinct_and_never_a_whole_name(pub: dm.MetadataPublisher) -> None:
+    """Two long claims differing only at the end get different names, with a second '_'."""
+    first = dm.ClaimRef(name="c" * 252 + "a", namespace="n" * 63, uid="u1")
+    second = dm.ClaimRef(name="c" * 252 + "b", namespace="n" * 63, uid="u2")
+    names = {os.path.basename(pub.lock_path(claim)) for claim in (first, second)}
+    assert len(names) == 2
+    assert all(name.count("_") == 2 and len(name) <= 255 for name in names)
+
+
+def test_a_claim_no_file_system_can_name_is_refused_naming_its_directory(
+    pub: dm.MetadataPublisher,
+) -> None:
+    """<ns>_<claim> over 255 bytes: prepare names the claim's directory; unprepare finds nothing."""
+    claim = dm.ClaimRef(name="c" * 253, namespace="n" * 63, uid="u1")
+    with pytest.raises(dm.PublishError, match=r"file name too long: .* is 317 bytes") as err:
+        pub.prepare(claim, "r", [pub.device("n", "d")])
+    assert err.value.path == pub.claim_dir(claim)
+    assert str(err.value).startswith(f'prepare {claim.namespace}/{claim.name} request "r": ')
+    assert not Path(pub.plugin_data_dir).exists()
+    with pytest.raises(dm.MetadataNotFoundError):
+        pub.update(claim, "r", [pub.device("n", "d")])
+    pub.unprepare(claim)
+
+
+LISTINGS = textwrap.dedent(
+    """
+    import json, os, sys
+    sys.path.insert(0, sys.argv[1])
+    import dra_metadata as dm
+    pub = dm.MetadataPublisher("gpu.example.com", plugin_data_dir=sys.argv[2], cdi_dir=sys.argv[3])
+    device = pub.device("n", "d")
+    for i in range(int(sys.argv[4])):
+        pub.prepare(dm.ClaimRef(name=f"c{i}", namespace="ns", uid=f"u{i}"), "gpu", [device])
+    listed = []
+
+    def hook(event, args):
+        if event in ("os.listdir", "os.scandir"):
+            target = args[0]
+            if isinstance(target, int):
+                target = os.readlink(f"/proc/self/fd/{target}")
+            listed.append(os.fsdecode(target))
+
+    sys.addaudithook(hook)
+    claim = dm.ClaimRef(name="new", namespace="ns", uid="u-new")
+    pub.prepare(claim, "gpu", [device])
+    pub.update(claim, "gpu", [device])
+    pub.prepare(claim, "gpu", [device])
+    pub.unprepare(claim)
+    print(json.dumps(listed))
+    """
+)
+
+
+def test_no_call_lists_a_directory_that_grows_with_the_claims(tmp_path: Path) -> None:
+    """With 200 claims prepared, prepare/update/unprepare list only the claim's own directory."""
+    pub = dm.MetadataPublisher(DRIVER, plugin_data_dir=tmp_path / "p", cdi_dir=tmp_path / "cdi")
+    done = subprocess.run(
+        [sys.executable, "-c", LISTINGS, str(REPO), pub.plugin_data_dir, pub.cdi_dir, "200"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    listed = json.loads(done.stdout)
+    claim_dir = os.path.join(pub.plugin_data_dir, "dra-device-metadata", "ns_new")
+    assert claim_dir in listed  # the hook sees the listings there are
+    assert [path for path in listed if not path.startswith(claim_dir)] == []
+
+
+def test_a_spec_another_publisher_wrote_is_refused_and_kept(tmp_path: Path) -> None:
+    """Same driver, another plugin dir, one CDI dir: a clear refusal; its spec is never removed."""
+    first = dm.MetadataPublisher(DRIVER, plugin_data_dir=tmp_path / "a", cdi_dir=tmp_path / "cdi")
+    second = dm.MetadataPublisher(DRIVER, plugin_data_dir=tmp_path / "b", cdi_dir=tmp_path / "cdi")
+    first.prepare(CLAIM, "r", [first.device("n", "d")])
+    spec = Path(first.cdi_spec_path(CLAIM, "r"))
+    before = spec.read_bytes()
+    with pytest.raises(dm.PublishError, match=r"by another publisher of example\.com") as err:
+        second.prepare(CLAIM, "r", [second.device("n", "d")])
+    assert err.value.path == str(spec)
+    assert f"plugin data directories {tmp_path / 'a'} and {tmp_path / 'b'}" in str(err.value)
+    assert not Path(second.claim_dir(CLAIM)).exists()  # nothing written
+    second.unprepare(CLAIM)
+    assert spec.read_bytes() == before
+    first.unprepare(CLAIM)
+    assert os.listdir(tmp_path / "cdi") == []
+    second.prepare(CLAIM, "r", [second.device("n", "d")])  # free now
+
+
+def test_the_same_plugin_dir_through_a_link_is_the_same_publisher(tmp_path: Path) -> None:
+    """A plugin dir reached through a link of the configured root writes over its own spec."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    direct = dm.MetadataPublisher(
+        DRIVER, plugin_data_dir=tmp_path / "real", cdi_dir=tmp_path / "cdi"
+    )
+    linked = dm.MetadataPublisher(
+        DRIVER, plugin_data_dir=tmp_path / "link", cdi_dir=tmp_path / "cdi"
+    )
+    direct.prepare(CLAIM, "r", [direct.device("n", "d")])
+    linked.prepare(CLAIM, "r", [linked.device("n", "d")])
+    assert dm.read_file(direct.metadata_path(CLAIM, "r")).metadata.generation == 2
+    linked.unprepare(CLAIM)
+    assert os.listdir(tmp_path / "cdi") == []
+
+
+def test_publish_benchmark_quick_run_reports_every_call() -> None:
+    """benchmarks/bench_publish.py --quick --json runs and gives each call's ratio."""
+    done = subprocess.run(
+        [sys.executable, "benchmarks/bench_publish.py", "--quick", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    figures = json.loads(done.stdout)
+    assert figures["claims"] == {"few": 100, "many": 1000}
+    calls = ["prepare", "update", "prepare again", "unprepare"]
+    assert sorted(figures["ratio"]) == sorted(calls)
+    assert all(figures["ratio"][call] > 0 for call in calls)
+    assert figures["target"] == 1.5

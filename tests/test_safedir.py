@@ -224,6 +224,59 @@ def test_remove_temporaries_removes_only_the_temporaries_of_that_name(tmp_path: 
     assert sorted(os.listdir(tmp_path)) == sorted([*planted[1:], ".metadata.json.linked.tmp"])
 
 
+def test_a_locked_replace_uses_one_temporary_name_and_clears_a_killed_ones(
+    tmp_path: Path, victim: Path
+) -> None:
+    """A locked replace writes via ``.<name>.tmp``, first removing (not following) a leftover."""
+    (tmp_path / ".state.tmp").symlink_to(victim)
+    with opened(tmp_path) as directory:
+        directory.replace("state", b"one", locked=True)
+        assert sorted(os.listdir(tmp_path)) == ["state", "victim"]
+        (tmp_path / ".state.tmp").write_bytes(b"half")
+        directory.replace("state", b"two", locked=True)
+    assert sorted(os.listdir(tmp_path)) == ["state", "victim"]
+    assert (tmp_path / "state").read_bytes() == b"two"
+    assert victim.read_bytes() == b"secret\n"
+
+
+def test_remove_temporary_removes_that_name_only_and_never_a_directory(tmp_path: Path) -> None:
+    """remove_temporary("x") removes ``.x.tmp`` (a file or a link) and nothing else, no listing."""
+    (tmp_path / ".x.tmp").write_bytes(b"half")
+    (tmp_path / ".x.1a2b3c4d.tmp").write_bytes(b"half")
+    (tmp_path / ".y.tmp").mkdir()
+    with opened(tmp_path) as directory:
+        directory.remove_temporary("x")
+        directory.remove_temporary("y")
+        directory.remove_temporary("missing")
+    assert sorted(os.listdir(tmp_path)) == [".x.1a2b3c4d.tmp", ".y.tmp"]
+
+
+def test_a_name_too_long_is_missing_when_looked_up_and_names_the_temporary_when_written(
+    tmp_path: Path,
+) -> None:
+    """A name over NAME_MAX is missing to lookups; a too long temporary is named in the error."""
+    with opened(tmp_path) as directory:
+        assert directory.child("d" * 300, create=False) is None
+        assert directory.lstat("f" * 300) is None
+        assert directory.read("f" * 300) is None
+        name = "n" * 253  # fits; ``.<name>.tmp`` does not
+        with pytest.raises(
+            dm.PublishError, match=r"file name too long \(its temporary file .*/\.n+\.tmp\)$"
+        ) as err:
+            directory.replace(name, b"x", locked=True)
+    assert err.value.path == str(tmp_path / name)
+    assert os.listdir(tmp_path) == []
+
+
+def test_read_refuses_past_a_smaller_limit(tmp_path: Path) -> None:
+    """read(limit=...) refuses a file over that limit, naming it."""
+    (tmp_path / "f").write_bytes(b"x" * 11)
+    with opened(tmp_path) as directory:
+        assert directory.read("f", limit=11) == b"x" * 11
+        with pytest.raises(dm.PublishError, match=r"/f: larger than the limit of 10 bytes"):
+            directory.read("f", limit=10)
+
+
 def test_remove_self_removes_the_directory_it_opened_and_nothing_else(tmp_path: Path) -> None:
     """remove_self removes the empty directory; one moved away, or not empty, stays."""
     with opened(tmp_path) as root:
