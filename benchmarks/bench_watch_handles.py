@@ -199,6 +199,7 @@ class Result:
     writes: int
     delivered: int = 0
     torn: list[int] = field(default_factory=list)  # generations delivered as a mixture
+    torn_spans_ms: list[float] = field(default_factory=list)  # those writes' spans
     final_delivered: bool = False  # the final generation delivered whole
     final_latency_ms: float = float("nan")  # the final write's last pwrite -> delivered
     median_span_ms: float = float("nan")  # a write's first pwrite call -> last return
@@ -351,16 +352,19 @@ def race(
         generation = generation_of(md)
         if not whole(md):
             result.torn.append(generation)
+            result.torn_spans_ms.append(result.spans.get(generation, float("nan")) * 1000)
         if generation == final and whole(md):
             result.final_delivered = True
             result.final_latency_ms = (at - ended[final]) * 1000
     return result
 
 
-def measure(writes: int, apis: list[str], stall: float, pause: float) -> list[Result]:
+def measure(
+    writes: int, apis: list[str], scenarios: list[str], stall: float, pause: float
+) -> list[Result]:
     results = []
     for api in apis:
-        for scenario in SCENARIOS:
+        for scenario in scenarios:
             with tempfile.TemporaryDirectory(prefix="bench-watch-handles-") as scratch:
                 results.append(
                     race(Path(scratch), scenario, writes, stall=stall, pause=pause, api=api)
@@ -392,9 +396,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--api", action="append", choices=sorted(APIS), help="watch (default), awatch, wait_for"
     )
+    parser.add_argument(
+        "--scenario", action="append", choices=SCENARIOS, help="twin, overlap, idle (all)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    results = measure(args.writes, args.api or ["watch"], args.stall, args.pause)
+    scenarios = args.scenario or list(SCENARIOS)
+    results = measure(args.writes, args.api or ["watch"], scenarios, args.stall, args.pause)
     if args.json:
         print(
             json.dumps(

@@ -591,13 +591,9 @@ class Session:
         # One read decides (the writer closed, or the bytes stood still long enough):
         # the writes heard before it, which must be all there are after it.
         mark: tuple[int, float] | None = None
+        waited = 0.0  # how long the bytes stood still before that read
         delay = self.settle_delay  # the stable read's, when no mark is set
         if writes is not None:
-            # What the kernel queued since the round began (a writer's open, just now),
-            # so that the decision, and a read racing a writer, rest on the latest.
-            self.notifier.drain()
-            if self.notifier.writes(path) is not writes:
-                return tracked.look_at(now)  # the watch moved meanwhile: look again
             writes.forget_idle(now)
             quiet = writes.quiet
             if writes.dirty_at is not None:
@@ -611,14 +607,14 @@ class Session:
                 # stable read, its two reads that far apart).
                 changed = max(info.st_mtime_ns, info.st_ctime_ns) / 1e9
                 if time.time() - changed >= FIRST_QUIET + _COARSE:
-                    mark = (writes.closes, writes.last_write)
+                    mark, waited = (writes.closes, writes.last_write), FIRST_QUIET
                 else:
                     delay = FIRST_QUIET
             elif quiet == 0.0 and not writes.handles():
                 # The writer closed, alone: one read (in a burst, once it is over).
                 if writes.bursting and now < writes.last_write + BURST_GAP:
                     return tracked.look_at(writes.last_write + BURST_GAP)
-                mark = (writes.closes, writes.last_write)
+                mark, waited = (writes.closes, writes.last_write), 0.0
             elif (
                 quiet == 0.0
                 and writes.opened_at is not None
@@ -631,11 +627,11 @@ class Session:
                 # Handles the watch could not count: the bytes must stand still first.
                 return tracked.look_at(writes.last_write + quiet)
             else:
-                mark = (writes.closes, writes.last_write)
+                mark, waited = (writes.closes, writes.last_write), quiet
         read_at = time.time()
         if mark is not None and writes is not None:
             writes.own += 1  # this read's open and close are the watch's own
-            writes.excuse = True
+            writes.excuse = waited
         try:
             data = self._read(name, path, listing.fd)
         except (FileNotFoundError, DRAMetadataError) as err:
@@ -675,9 +671,6 @@ class Session:
         """The bytes of ``name`` in ``dir_fd``, opened without following a link."""
         try:
             fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
-            # A first byte read at once: the read's IN_ACCESS follows its IN_OPEN so
-            # closely that a writer's open is seldom queued between them (and merged).
-            os.pread(fd, 1, 0)
         except FileNotFoundError:
             raise
         except OSError as err:

@@ -125,9 +125,10 @@ class Writes:
         #: The watch's own reads among the handles open (the session says so).
         self.own = 0
         #: Whether a handle not heard opening may be one whose open was merged into the
-        #: watch's own last read's: the session sets it for a read; an open heard since
-        #: clears it.
-        self.excuse = False
+        #: watch's own last read's: ``None`` if not, else how long that read waited for
+        #: the bytes to stand still (``0.0``: read on the close). The session sets it
+        #: for a read; an open heard since clears it.
+        self.excuse: float | None = None
         #: When the current spell began (monotonic), ``None`` between spells.
         self.opened_at: float | None = None
         #: When the first write not yet followed by a close was heard, or ``None``.
@@ -168,16 +169,17 @@ class Writes:
 
         A writer's open queued right next to the watch's own read's open is merged
         into it. So the first such handle after a read of the watch's own, with no
-        open heard since (:attr:`excuse`), may be that writer: the next spell waits
-        :data:`FIRST_QUIET` (in case it was a second handle of the writer the read
-        was for, opened back to back with the first), no more. Any other is a
-        handle the count missed: every spell waits :data:`CONFIRM_QUIET` until
-        clean ones bring it down.
+        open heard since (:attr:`excuse`), may be that writer. If that read was on
+        a close, the handle may also be a second one of the writer that closed,
+        opened back to back with the first: the next spell waits
+        :data:`FIRST_QUIET`, no more. Any other is a handle the count missed: every
+        spell waits :data:`CONFIRM_QUIET` until the file has been silent that long.
         """
-        if self.excuse:
-            self.excuse = False
+        if self.excuse is not None:
+            if not self.excuse:
+                self._earned = max(self._earned, FIRST_QUIET)
+            self.excuse = None
             self._clean = False
-            self._earned = max(self._earned, FIRST_QUIET)
         else:
             self._suspect()
 
@@ -205,7 +207,7 @@ class Writes:
         self.forget_idle(now)
         self.last_event = now
         if not self.own:  # another's open, heard: no merge to excuse after it
-            self.excuse = False
+            self.excuse = None
         if not self.opens and not self.hidden:
             if silent >= CONFIRM_QUIET and self._earned == CONFIRM_QUIET:
                 # Silent that long: whoever was not counted has stopped, or stalled

@@ -100,8 +100,6 @@ _WD: Final = struct.Struct("i")
 _CLOSES: Final = _IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE
 #: The events of a file that its :class:`Writes` count.
 _COUNTED: Final = _HANDLES | _IN_MODIFY | _IN_CLOSE_WRITE
-#: An open, a read and a close without a write (the watch's own read), as queued.
-_READ_EVENTS_SIZE: Final = 3 * _EVENT.size
 _READ_SIZE: Final = 64 * 1024
 # The longest wait poll() takes, in milliseconds (a C int); longer waits just wake up once.
 _MAX_POLL_MS: Final = 2**31 - 1
@@ -180,8 +178,9 @@ class Inotify:
         # Files that arrived by a rename, whose watch is added before the next wait:
         # path -> (the path encoded, the mask, what their writers will be counted in).
         self._deferred: dict[str, tuple[bytes, int, Writes]] = {}
-        # Per file watch, the bytes of an open, a read and a close without a write.
-        self._pairs: dict[int, bytes] = {}
+        # Per file watch, the bytes of an open, a read and a close without a write (a read);
+        # of an open and a close by a handle that could write, and by one that could not.
+        self._units: dict[int, tuple[bytes, ...]] = {}
         # Watches replaced by a newer one on the same path, removed before the next wait.
         self._dropped: list[int] = []
         self._poll = select.poll()
@@ -259,10 +258,11 @@ class Inotify:
             self._forget(old, later=True)
         if not directory and wd not in self._writes:
             self._writes[wd] = writes if writes is not None else Writes()
-            self._pairs[wd] = (
-                _EVENT.pack(wd, _IN_OPEN, 0, 0)
-                + _EVENT.pack(wd, _IN_ACCESS, 0, 0)
-                + _EVENT.pack(wd, _IN_CLOSE_NOWRITE, 0, 0)
+            opened, read = _EVENT.pack(wd, _IN_OPEN, 0, 0), _EVENT.pack(wd, _IN_ACCESS, 0, 0)
+            self._units[wd] = (
+                opened + read + _EVENT.pack(wd, _IN_CLOSE_NOWRITE, 0, 0),
+                opened + _EVENT.pack(wd, _IN_CLOSE_WRITE, 0, 0),
+                opened + _EVENT.pack(wd, _IN_CLOSE_NOWRITE, 0, 0),
             )
         other = self._path_of.get(wd)
         if other is not None and other != path:
@@ -305,7 +305,7 @@ class Inotify:
         """
         self._writes.pop(wd, None)
         self._close_waits.pop(wd, None)
-        self._pairs.pop(wd, None)
+        self._units.pop(wd, None)
         self._entries.pop(wd, None)
         self._absolute.pop(wd, None)
         path = self._path_of.pop(wd, None)
@@ -355,11 +355,14 @@ class Inotify:
                 return
 
     def _parse(self, data: bytes) -> None:
-        if len(data) == _READ_EVENTS_SIZE and data == self._pairs.get(_WD.unpack_from(data)[0]):
-            # One open, read and close without a write of a watched file, alone in the
-            # queue (the watch's own read, nearly always): the counts end where they
-            # were and nobody is woken, so there is nothing to do.
-            return
+        units = self._units.get(_WD.unpack_from(data)[0]) if len(data) >= _EVENT_SIZE else None
+        if units is not None:
+            if data == units[0]:
+                # One open, read and close without a write of a watched file, alone in
+                # the queue (the watch's own read, nearly always): the counts end where
+                # they were and nobody is woken, so there is nothing to do.
+                return
+            data = self._one_of_many(data, units)
         offset, end = 0, len(data)
         unpack = _EVENT.unpack_from
         all_writes, pending, entries = self._writes, self._pending, self._entries
@@ -401,6 +404,23 @@ class Inotify:
             elif writes.dirty_at is not None and now - writes.dirty_at >= CLOSE_WAIT:
                 pending.add(self._path_of[wd])
 
+    def _one_of_many(self, data: bytes, units: tuple[bytes, ...]) -> bytes:
+        """``data``, or one unit of it when it is that unit over and over.
+
+        A process opening and closing a file in a loop without writing (or reading
+        it) queues the same open and close again and again; when no handle is
+        counted and no write is pending, many of them leave the counts as one does,
+        so one is parsed (a comparison of bytes instead of a loop).
+        """
+        for unit in units:
+            count, rest = divmod(len(data), len(unit))
+            if count > 1 and not rest and data.startswith(unit) and data == unit * count:
+                writes = self._writes[_WD.unpack_from(unit)[0]]
+                if not writes.handles() and writes.dirty_at is None:
+                    return unit
+                break
+        return data
+
     def _other(self, wd: int, mask: int, name: bytes) -> None:
         """One event that counts no handle: an entry of a directory, a file's links, a loss."""
         if mask & _IN_Q_OVERFLOW:
@@ -430,7 +450,7 @@ class Inotify:
             del self._path_of[wd]
             self._writes.pop(wd, None)
             self._close_waits.pop(wd, None)
-            self._pairs.pop(wd, None)
+            self._units.pop(wd, None)
             self._entries.pop(wd, None)
             self._absolute.pop(wd, None)
             if self._wd_of.get(path) == wd:
@@ -488,7 +508,7 @@ class Inotify:
         """Close the descriptor (every watch goes with it). Safe to call twice."""
         if self._fd >= 0:
             self._dropped.clear()
-            self._pairs.clear()
+            self._units.clear()
             self._entries.clear()
             self._absolute.clear()
             self._deferred.clear()
