@@ -70,10 +70,9 @@ class Writes:
     may be delivered: ``0.0``, on the close that leaves no handle open (the
     spell began after a clean one); :data:`FIRST_QUIET`, once they have stood
     that long without a write (no clean spell yet: the file's first writer);
-    :data:`CONFIRM_QUIET`, the same (the spell was not clean, or the one
-    before it); ``None``, nothing was heard since the watch began. A spell that
-    is not clean makes the next one wait :data:`CONFIRM_QUIET`; each clean one
-    brings that down a step.
+    :data:`CONFIRM_QUIET`, the same (a handle was missed, or more than one was
+    open at a write: this spell or since the file was last silent that long);
+    ``None``, nothing was heard since the watch began.
 
     >>> writes = Writes()
     >>> writes.opened(now=0.0); writes.modified(now=0.1); writes.closed(wrote=True, now=0.2)

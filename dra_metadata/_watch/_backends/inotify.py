@@ -16,11 +16,13 @@ reported as such, so the caller can look at everything again.
 
 It also keeps, per watched file, what the kernel said about its writers
 (:class:`Writes`): the handles opened and not closed yet, a write not yet
-followed by a close, the closes after a write (``IN_CLOSE_WRITE``: the bytes
-are final). That is how a watch delivers a change the moment its writer closes
-the file, with one read. Only what can change the content wakes a watch up: an
-open, or a read by anyone (the watch's own reads included), does not, and of the
-writes of one overwrite only the first does (the close follows).
+followed by a close, the closes after a write, and how far that count can be
+trusted (the kernel merges identical events queued back to back, so two opens
+can be heard as one). That is how a watch delivers a change the moment its
+writer closes the file, with one read. Only what can change the content wakes a
+watch up: an open, a read by anyone (the watch's own reads included), or a close
+with no write since the last one does not, nor does a write (its close does, or
+the end of the wait for it, :data:`CLOSE_WAIT`).
 
 Importing this module loads ``ctypes``; the package's
 :func:`~dra_metadata._watch._backends.open_notifier` imports it only when a
