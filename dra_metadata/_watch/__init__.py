@@ -23,13 +23,18 @@ re-read of everything (``rescan_interval``, 2 s by default) catches whatever
 the kernel did not report. A read that does not decode is retried with a
 short, bounded backoff; only whole objects are delivered, and a file that
 stays undecodable for ``error_timeout`` seconds becomes an ``error`` event.
-On inotify a changed file is read when its writer closes it (``IN_CLOSE_WRITE``:
-the bytes are final) and delivered after that one read, unless a writer opened
-it meanwhile (every open is counted); a change without a close within
-:data:`~._backends.base.CLOSE_WAIT` (1 s), and every change on the other
-backends, is delivered only after a stable read (a second read, 2 ms later,
-with the same bytes and stat). So a writer that overwrites the file in place
-without truncating is not seen as a mixture of two generations.
+On inotify a changed file is read when its writer closes it (``IN_CLOSE_WRITE``)
+and delivered after that one read, when every handle open on the file was
+counted (every open is heard, but the kernel merges two identical events queued
+back to back, so two opens can be heard as one): a file's writers earn that
+(:class:`~._backends.base.Writes`); the first one, and any after a sign of a
+handle the count missed, is delivered once its bytes have stood still
+(:data:`~._backends.base.FIRST_QUIET`, :data:`~._backends.base.CONFIRM_QUIET`).
+A change without a close within :data:`~._backends.base.CLOSE_WAIT` (1 s), and
+every change on the other backends, is delivered only after a stable read (a
+second read, 2 ms later, with the same bytes and stat). So a writer that
+overwrites the file in place without truncating is not seen as a mixture of two
+generations, however many handles it writes through.
 A request directory that cannot be read is retried the same way. Nothing
 below the root is followed if it is a symbolic link (the scanner's policy). For
 one claim UID a generation is delivered at most once and never goes backwards;

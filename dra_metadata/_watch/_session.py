@@ -45,7 +45,7 @@ from ._backends import (
     open_notifier,
     polling_fallback,
 )
-from ._backends.base import CLOSE_WAIT, Writes
+from ._backends.base import BURST_GAP, CLOSE_WAIT, FIRST_QUIET
 from ._conditions import Condition
 from ._events import WatchEvent
 from ._state import Change, FileState
@@ -90,6 +90,9 @@ STABLE_READ_DELAY: float | None = 0.002
 # A handle is open on a file that changed, with no write heard through it yet (a writer
 # about to write, or a reader): the file is looked at again after this many seconds.
 _OPEN_RETRY: Final = 0.005
+# File times come from a coarse clock (a tick, up to 10 ms): an age read from them is
+# counted this much short.
+_COARSE: Final = 0.01
 # When the deadline passes while reads are settling, they get this long to settle.
 _SETTLE_GRACE: Final = 0.05
 
@@ -297,19 +300,15 @@ class Tracked:
             and self.read_at - max(info.st_mtime_ns, info.st_ctime_ns) / 1e9 >= _SETTLED
         )
 
-    def wait_for_close(self, writes: Writes, busy: float, now: float) -> list[Change]:
-        """A writer is at work: look again when its close is heard, or when waiting is over.
+    def look_at(self, at: float) -> list[Change]:
+        """Nothing to deliver yet: look at the file again at ``at`` (monotonic), or sooner.
 
-        A write not closed yet brings a look with its close (``IN_CLOSE_WRITE``), so
-        the timer is only the bound (:data:`CLOSE_WAIT`); a handle open without a
-        write (a writer about to write, or a reader) brings nothing when it closes
-        without writing, so the file is looked at again soon.
+        A write not closed yet brings a look with its close (``IN_CLOSE_WRITE``),
+        and bytes waiting to stand still are looked at when they have; the timer
+        is the bound either way.
         """
         self.candidate = None
-        if writes.dirty_at is not None:
-            self.settle_at = busy + CLOSE_WAIT
-        else:
-            self.settle_at = min(busy + CLOSE_WAIT, now + _OPEN_RETRY)
+        self.settle_at = at
         return []
 
     def stable(self, data: bytes, info: os.stat_result, delay: float | None) -> bool:
@@ -589,35 +588,70 @@ class Session:
         if lazy and not state.broken_now and tracked.unchanged(info):
             return []
         writes = None if self.settle_delay is None else self.notifier.writes(path)
-        closes = None  # the writer closed: one read, marked by the closes heard before it
+        # One read decides (the writer closed, or the bytes stood still long enough):
+        # the writes heard before it, which must be all there are after it.
+        mark: tuple[int, float] | None = None
+        waited = 0.0  # how long the bytes stood still before that read
+        delay = self.settle_delay  # the stable read's, when no mark is set
         if writes is not None:
-            busy = writes.busy_since()
-            if busy is None:
-                if writes.known:
-                    closes = writes.closes
-            elif (writes.known or writes.opens) and now - busy < CLOSE_WAIT:
-                # A writer is at work, and its close will be heard: it opened the
-                # file since the watch began, or no handle from before is left.
-                return tracked.wait_for_close(writes, busy, now)
+            writes.forget_idle(now)
+            quiet = writes.quiet
+            if writes.dirty_at is not None:
+                if now - writes.dirty_at < CLOSE_WAIT:
+                    return tracked.look_at(writes.dirty_at + CLOSE_WAIT)  # the close is due
+                # Not closed within the wait: a writer keeping the file open (the stable read).
+            elif quiet is None:
+                # Nothing heard since the watch began: a writer may be at work through a
+                # handle older than the watch. Bytes last changed long enough ago (by the
+                # file's times) are final; newer ones must stand still that long (the
+                # stable read, its two reads that far apart).
+                changed = max(info.st_mtime_ns, info.st_ctime_ns) / 1e9
+                if time.time() - changed >= FIRST_QUIET + _COARSE:
+                    mark, waited = (writes.closes, writes.last_write), FIRST_QUIET
+                else:
+                    delay = FIRST_QUIET
+            elif quiet == 0.0 and not writes.handles():
+                # The writer closed, alone: one read (in a burst, once it is over).
+                if writes.bursting and now < writes.last_write + BURST_GAP:
+                    return tracked.look_at(writes.last_write + BURST_GAP)
+                mark, waited = (writes.closes, writes.last_write), 0.0
+            elif (
+                quiet == 0.0
+                and writes.opened_at is not None
+                and now - writes.opened_at < CLOSE_WAIT
+            ):
+                # A handle open with no write heard through it (a writer about to write,
+                # or a reader): it writes, or closes soon.
+                return tracked.look_at(now + _OPEN_RETRY)
+            elif now < writes.last_write + quiet:
+                # Handles the watch could not count: the bytes must stand still first.
+                return tracked.look_at(writes.last_write + quiet)
+            else:
+                mark, waited = (writes.closes, writes.last_write), quiet
         read_at = time.time()
+        if mark is not None and writes is not None:
+            writes.own += 1  # this read's open and close are the watch's own
+            writes.excuse = waited
         try:
             data = self._read(name, path, listing.fd)
-        except FileNotFoundError:
-            return self._gone(path, now)
-        except DRAMetadataError as err:
+        except (FileNotFoundError, DRAMetadataError) as err:
+            if writes is not None:
+                writes.own = 0
+            if isinstance(err, FileNotFoundError):
+                return self._gone(path, now)
             return state.broken(err, nlink=info.st_nlink, now=now)
-        if closes is not None and writes is not None:
-            # Did a writer open the file while it was read? Its open was heard before
-            # it could write a byte: the handle is open still, or was closed after a
-            # write. Then this read may hold a mixture: its close brings the next look.
+        if mark is not None and writes is not None:
+            # Was the file written while it was read? Every write is heard (a writer's
+            # open before its first byte): then the next close, or timer, brings the
+            # next look. A handle opened meanwhile that has not written changes nothing.
             self.notifier.drain()
-            busy = writes.busy_since()
-            if writes.closes != closes or self.notifier.writes(path) is not writes:
+            writes.own = 0
+            if self.notifier.writes(path) is not writes:
                 return []
-            if busy is not None:
-                return tracked.wait_for_close(writes, busy, now)
+            if writes.dirty_at is not None or (writes.closes, writes.last_write) != mark:
+                return []
             tracked.candidate = None
-        elif not tracked.stable(data, info, self.settle_delay):
+        elif not tracked.stable(data, info, delay):
             return []
         if data == tracked.raw and tracked.raw_md is not None:
             md = tracked.raw_md

@@ -16,11 +16,13 @@ reported as such, so the caller can look at everything again.
 
 It also keeps, per watched file, what the kernel said about its writers
 (:class:`Writes`): the handles opened and not closed yet, a write not yet
-followed by a close, the closes after a write (``IN_CLOSE_WRITE``: the bytes
-are final). That is how a watch delivers a change the moment its writer closes
-the file, with one read. Only what can change the content wakes a watch up: an
-open, or a read by anyone (the watch's own reads included), does not, and of the
-writes of one overwrite only the first does (the close follows).
+followed by a close, the closes after a write, and how far that count can be
+trusted (the kernel merges identical events queued back to back, so two opens
+can be heard as one). That is how a watch delivers a change the moment its
+writer closes the file, with one read. Only what can change the content wakes a
+watch up: an open, a read by anyone (the watch's own reads included), or a close
+with no write since the last one does not, nor does a write (its close does, or
+the end of the wait for it, :data:`CLOSE_WAIT`).
 
 Importing this module loads ``ctypes``; the package's
 :func:`~dra_metadata._watch._backends.open_notifier` imports it only when a
@@ -44,6 +46,7 @@ from .base import CLOSE_WAIT, Writes
 __all__ = ["Inotify", "InotifyUnavailableError"]
 
 # <sys/inotify.h>
+_IN_ACCESS: Final = 0x00000001
 _IN_MODIFY: Final = 0x00000002
 _IN_ATTRIB: Final = 0x00000004
 _IN_CLOSE_WRITE: Final = 0x00000008
@@ -67,9 +70,11 @@ _IN_CLOEXEC: Final = os.O_CLOEXEC
 #: A metadata file: its content changed (each write, and the writer's close), its
 #: link count or mode changed (a host rename over it leaves ``st_nlink == 0``),
 #: or it went away; and every open and close, which count the handles open on it.
-#: ``IN_UNMOUNT`` and ``IN_IGNORED`` come without asking.
+#: ``IN_ACCESS`` (a read) only keeps another event from merging into an open of the
+#: watch's own. ``IN_UNMOUNT`` and ``IN_IGNORED`` come without asking.
 FILE_MASK: Final = (
-    _IN_MODIFY
+    _IN_ACCESS
+    | _IN_MODIFY
     | _IN_CLOSE_WRITE
     | _IN_CLOSE_NOWRITE
     | _IN_OPEN
@@ -97,8 +102,6 @@ _WD: Final = struct.Struct("i")
 _CLOSES: Final = _IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE
 #: The events of a file that its :class:`Writes` count.
 _COUNTED: Final = _HANDLES | _IN_MODIFY | _IN_CLOSE_WRITE
-#: An open and a close without a write, one watch's, as the kernel queues them.
-_PAIR_SIZE: Final = 2 * _EVENT.size
 _READ_SIZE: Final = 64 * 1024
 # The longest wait poll() takes, in milliseconds (a C int); longer waits just wake up once.
 _MAX_POLL_MS: Final = 2**31 - 1
@@ -177,8 +180,9 @@ class Inotify:
         # Files that arrived by a rename, whose watch is added before the next wait:
         # path -> (the path encoded, the mask, what their writers will be counted in).
         self._deferred: dict[str, tuple[bytes, int, Writes]] = {}
-        # Per file watch, the bytes of an open and a close without a write (a read).
-        self._pairs: dict[int, bytes] = {}
+        # Per file watch, the bytes of an open, a read and a close without a write (a read);
+        # of an open and a close by a handle that could write, and by one that could not.
+        self._units: dict[int, tuple[bytes, ...]] = {}
         # Watches replaced by a newer one on the same path, removed before the next wait.
         self._dropped: list[int] = []
         self._poll = select.poll()
@@ -219,7 +223,7 @@ class Inotify:
             if old is not None:
                 self._forget(old, later=True)
             if path not in self._deferred:
-                self._deferred[path] = (encoded, mask, Writes(True))
+                self._deferred[path] = (encoded, mask, Writes(whole=True))
             return 0
         self._deferred.pop(path, None)
         return self._add_now(path, encoded, mask, directory=directory, entries=entries)
@@ -255,9 +259,12 @@ class Inotify:
             # the look that moved the watch reads the new file first.
             self._forget(old, later=True)
         if not directory and wd not in self._writes:
-            self._writes[wd] = writes if writes is not None else Writes(False)
-            self._pairs[wd] = _EVENT.pack(wd, _IN_OPEN, 0, 0) + _EVENT.pack(
-                wd, _IN_CLOSE_NOWRITE, 0, 0
+            self._writes[wd] = writes if writes is not None else Writes()
+            opened, read = _EVENT.pack(wd, _IN_OPEN, 0, 0), _EVENT.pack(wd, _IN_ACCESS, 0, 0)
+            self._units[wd] = (
+                opened + read + _EVENT.pack(wd, _IN_CLOSE_NOWRITE, 0, 0),
+                opened + _EVENT.pack(wd, _IN_CLOSE_WRITE, 0, 0),
+                opened + _EVENT.pack(wd, _IN_CLOSE_NOWRITE, 0, 0),
             )
         other = self._path_of.get(wd)
         if other is not None and other != path:
@@ -300,7 +307,7 @@ class Inotify:
         """
         self._writes.pop(wd, None)
         self._close_waits.pop(wd, None)
-        self._pairs.pop(wd, None)
+        self._units.pop(wd, None)
         self._entries.pop(wd, None)
         self._absolute.pop(wd, None)
         path = self._path_of.pop(wd, None)
@@ -350,11 +357,14 @@ class Inotify:
                 return
 
     def _parse(self, data: bytes) -> None:
-        if len(data) == _PAIR_SIZE and data == self._pairs.get(_WD.unpack_from(data)[0]):
-            # One open and one close without a write of a watched file, alone in the
-            # queue (the watch's own read, nearly always): the counts end where they
-            # were and nobody is woken, so there is nothing to do.
-            return
+        units = self._units.get(_WD.unpack_from(data)[0]) if len(data) >= _EVENT_SIZE else None
+        if units is not None:
+            if data == units[0]:
+                # One open, read and close without a write of a watched file, alone in
+                # the queue (the watch's own read, nearly always): the counts end where
+                # they were and nobody is woken, so there is nothing to do.
+                return
+            data = self._one_of_many(data, units)
         offset, end = 0, len(data)
         unpack = _EVENT.unpack_from
         all_writes, pending, entries = self._writes, self._pending, self._entries
@@ -363,6 +373,8 @@ class Inotify:
             wd, mask, _cookie, length = unpack(data, offset)
             offset += _EVENT_SIZE + length
             writes = all_writes.get(wd)
+            if mask == _IN_ACCESS and writes is not None:
+                continue  # a read of a followed file changes nothing
             if writes is None or not mask & _COUNTED:
                 if length:
                     # A directory's entry came, went or was renamed.
@@ -378,38 +390,46 @@ class Inotify:
             # An open, a write or a close of a followed file: counted. Only what
             # changes what a look would decide names the file.
             elif mask & _IN_OPEN:
-                writes.opens += 1
-                if writes.opened_at is None:
-                    writes.opened_at = now
+                writes.opened(now)
             elif mask & _CLOSES:
-                # A handle opened before the watch began leaves the count at 0.
-                writes.opens = opens = max(0, writes.opens - 1)
-                if not opens:
-                    writes.opened_at = None
-                if mask & _IN_CLOSE_WRITE:
-                    writes.closes += 1
-                    writes.dirty_at, writes.known = None, True
+                # A close after a write: the bytes changed (a close with no write since
+                # the last one changed nothing, and is not worth a read).
+                if writes.closed(wrote=bool(mask & _IN_CLOSE_WRITE), now=now):
                     self._close_waits.pop(wd, None)
                     pending.add(self._path_of[wd])
-            # A write. With trusted counts its close brings the look (the session times
-            # the wait for it from dirty_at); a write is worth a look when the counts are
-            # not trusted, or when no close came within the wait (the session reads
-            # twice then, as for a writer that keeps the file open).
-            elif writes.dirty_at is None:
-                writes.dirty_at = now
-                if writes.known:
-                    self._close_waits[wd] = now + CLOSE_WAIT
-                else:
-                    pending.add(self._path_of[wd])
-            elif not writes.known or now - writes.dirty_at >= CLOSE_WAIT:
+            # A write: its close brings the look (the session times the wait for it
+            # from dirty_at); a write is worth a look when no close came within the
+            # wait (the session reads twice then, as for a writer that keeps the file
+            # open).
+            elif writes.modified(now):
+                self._close_waits[wd] = now + CLOSE_WAIT
+            elif writes.dirty_at is not None and now - writes.dirty_at >= CLOSE_WAIT:
                 pending.add(self._path_of[wd])
+
+    def _one_of_many(self, data: bytes, units: tuple[bytes, ...]) -> bytes:
+        """``data``, or one unit of it when it is that unit over and over.
+
+        A process opening and closing a file in a loop without writing (or reading
+        it) queues the same open and close again and again; when no handle is
+        counted and no write is pending, many of them leave the counts as one does,
+        so one is parsed (a comparison of bytes instead of a loop).
+        """
+        for unit in units:
+            count, rest = divmod(len(data), len(unit))
+            if count > 1 and not rest and data.startswith(unit) and data == unit * count:
+                writes = self._writes[_WD.unpack_from(unit)[0]]
+                if not writes.handles() and writes.dirty_at is None:
+                    return unit
+                break
+        return data
 
     def _other(self, wd: int, mask: int, name: bytes) -> None:
         """One event that counts no handle: an entry of a directory, a file's links, a loss."""
         if mask & _IN_Q_OVERFLOW:
             self._overflow = True
-            for lost in self._writes.values():  # counts lost: trust none until a close
-                lost.known, lost.opens, lost.opened_at = False, 0, None
+            now = time.monotonic()
+            for lost in self._writes.values():  # counts lost: no close is final for a while
+                lost.lost(now)
             self._close_waits.clear()
             return
         path = self._path_of.get(wd)
@@ -432,7 +452,7 @@ class Inotify:
             del self._path_of[wd]
             self._writes.pop(wd, None)
             self._close_waits.pop(wd, None)
-            self._pairs.pop(wd, None)
+            self._units.pop(wd, None)
             self._entries.pop(wd, None)
             self._absolute.pop(wd, None)
             if self._wd_of.get(path) == wd:
@@ -490,7 +510,7 @@ class Inotify:
         """Close the descriptor (every watch goes with it). Safe to call twice."""
         if self._fd >= 0:
             self._dropped.clear()
-            self._pairs.clear()
+            self._units.clear()
             self._entries.clear()
             self._absolute.clear()
             self._deferred.clear()
