@@ -197,6 +197,28 @@ def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Podman]:
         tool("rm", "--force", "--time", "0", name, check=False)
 
 
+def debian_rootfs(target: Path) -> None:
+    """A Debian bookworm root file system with python3 and its venv module, as a tar file.
+
+    Made by mmdebstrap, without documentation, manual pages or translations (smaller,
+    as slim images are); the host's Debian sources are its mirror when it has them.
+    """
+    mirror = [APT_SOURCES] if os.path.exists(APT_SOURCES) else []
+    command = [
+        "mmdebstrap", "--variant=minbase", "--include=python3,python3-venv",
+        "--dpkgopt=path-exclude=/usr/share/doc/*",
+        "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+        "--dpkgopt=path-exclude=/usr/share/man/*",
+        "--dpkgopt=path-exclude=/usr/share/locale/*",
+        "--dpkgopt=path-exclude=/usr/share/info/*",
+        "bookworm", str(target), *mirror,
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 @pytest.fixture(scope="session")
 def base_image(podman: Podman, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Debian bookworm image with python3 (and its venv module), made by mmdebstrap."""
@@ -204,21 +226,7 @@ def base_image(podman: Podman, tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield ""  # not needed: the image is given
         return
     rootfs = tmp_path_factory.mktemp("rootfs") / "bookworm.tar"
-    mirror = [APT_SOURCES] if os.path.exists(APT_SOURCES) else []
-    command = [
-        "mmdebstrap", "--variant=minbase", "--include=python3,python3-venv",
-        # No documentation, manual pages or translations: a smaller image, as slim ones do.
-        "--dpkgopt=path-exclude=/usr/share/doc/*",
-        "--dpkgopt=path-include=/usr/share/doc/*/copyright",
-        "--dpkgopt=path-exclude=/usr/share/man/*",
-        "--dpkgopt=path-exclude=/usr/share/locale/*",
-        "--dpkgopt=path-exclude=/usr/share/info/*",
-        "bookworm", str(rootfs), *mirror,
-    ]  # fmt: skip
-    done = subprocess.run(
-        command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    debian_rootfs(rootfs)
     tag = f"localhost/dra-metadata-e2e-base:{uuid.uuid4().hex[:8]}"
     podman("import", str(rootfs), tag)
     rootfs.unlink()
