@@ -56,7 +56,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -234,6 +234,13 @@ def stop_process(pid: int, started: str | None, *, grace: float = 20) -> None:
             raise ClusterError(f"process {pid} did not end after SIGKILL")
 
 
+def http_get(url: str) -> bytes:
+    """The body of a plain HTTP GET (etcd's health, on loopback)."""
+    with urllib.request.urlopen(url, timeout=2) as answer:
+        body: bytes = answer.read()
+    return body
+
+
 def port_free(port: int) -> bool:
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -257,6 +264,8 @@ class Cluster:
         self.runs = self.state / "run"
         self.cri_bin = REPO / "build" / "cri"
         self.times: dict[str, float] = {}
+        #: The components this object started (to reap them once stopped).
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
 
     # paths
     @property
@@ -507,6 +516,7 @@ class Cluster:
                 start_new_session=True,
                 cwd=self.state,
             )
+        self.children[name] = process
         started = None
         while started is None:  # the child's /proc entry is there at once; be sure
             started = start_time(process.pid)
@@ -542,8 +552,7 @@ class Cluster:
             "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
             "--initial-cluster", f"node={peer_url}", "--unsafe-no-fsync",
         ])  # fmt: skip
-        self.wait("etcd", lambda: b'"health":"true"' in urllib.request.urlopen(
-            f"{etcd_url}/health", timeout=2).read(), etcd)  # fmt: skip
+        self.wait("etcd", lambda: b'"health":"true"' in http_get(f"{etcd_url}/health"), etcd)
         apiserver = self.spawn("kube-apiserver", [
             b / "kube-apiserver",
             "--etcd-servers", etcd_url,
@@ -744,6 +753,9 @@ class Cluster:
                     stop_process(process.pid, process.started)
                 except ClusterError as err:
                     problems.append(str(err))
+            child = self.children.pop(name, None)
+            if child is not None:
+                child.wait(5)  # ended: reaped now
             if name == "containerd":
                 for pid in processes_naming(str(self.containerd_socket)):  # its shims
                     stop_process(pid, start_time(pid), grace=5)
@@ -875,20 +887,6 @@ def make_base_image(tag: str, scratch: Path, env: dict[str, str]) -> None:
         rootfs = Path(tmp) / "bookworm.tar"
         debian_rootfs(rootfs)
         run(["podman", "import", str(rootfs), tag], env=env)
-
-
-@contextlib.contextmanager
-def running(state: Path | None = None) -> Iterator[Cluster]:
-    """The cluster, brought up unless it is already; taken down after only if it was not."""
-    cluster = Cluster(state)
-    if cluster.is_up():
-        yield cluster
-        return
-    try:
-        cluster.up()
-        yield cluster
-    finally:
-        cluster.down()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
