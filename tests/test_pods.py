@@ -249,3 +249,35 @@ def test_nic_pod_waits_for_network_data_then_the_worker_sees_it(
                 running.wait(timeout=1)  # still serving
         finally:
             running.kill()
+
+
+CLUSTER = REPO / "examples" / "cluster"
+CLUSTER_MANIFESTS = sorted(CLUSTER.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CLUSTER_MANIFESTS, ids=lambda p: p.name)
+def test_the_cluster_docs_show_each_manifest_whole(path: Path) -> None:
+    """docs/cluster.md shows every manifest the cluster suite applies, as the file has it."""
+    page = (REPO / "docs" / "cluster.md").read_text(encoding="utf-8")
+    assert f"`examples/cluster/{path.name}`:\n\n```yaml\n{path.read_text()}```\n" in page
+
+
+@pytest.mark.parametrize("path", CLUSTER_MANIFESTS, ids=lambda p: p.name)
+def test_the_cluster_pods_run_the_imported_image_on_the_nodes_network(path: Path) -> None:
+    """Each pod of examples/cluster/ runs an image the cluster imported (never pulled), on
+    the node's network (the cluster has no CNI plugin), without a service account token,
+    each container dropping every capability and naming the claims it reads."""
+    for doc in documents(path):
+        if doc["kind"] != "Pod":
+            continue
+        spec = doc["spec"]
+        assert spec["hostNetwork"] is True
+        assert spec["automountServiceAccountToken"] is False
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        for container in [*spec.get("initContainers", []), *spec["containers"]]:
+            assert container["image"].startswith("localhost/dra-metadata")
+            assert container["image"].endswith(":cluster")
+            assert container["imagePullPolicy"] == "Never"
+            assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+            claims = {c["name"] for c in container["resources"]["claims"]}
+            assert claims <= {c["name"] for c in spec["resourceClaims"]}

@@ -45,11 +45,15 @@ from tests.goref.harness import build as build_goref
 E2E_ENV = "DRA_METADATA_E2E"
 #: Set to 1 to run the CRI suite without ``-m cri``.
 CRI_ENV = "DRA_METADATA_CRI"
+#: Set to 1 to run the cluster suite without ``-m cluster``.
+CLUSTER_ENV = "DRA_METADATA_CLUSTER"
 #: An image built before, to use instead of building one (tests of the tests only).
 IMAGE_ENV = "DRA_METADATA_E2E_IMAGE"
 TOOLS = ("podman", "runc", "mmdebstrap")
 #: The CRI suite builds containerd and its client with go (scripts/build-containerd).
 CRI_TOOLS = (*TOOLS, "go")
+#: The cluster suite builds Kubernetes too and makes the cluster's credentials with openssl.
+CLUSTER_TOOLS = (*CRI_TOOLS, "openssl")
 #: Where podman 4.3 looks for CDI specs (besides /etc/cdi); it has no setting to add one.
 CDI_DIR = "/var/run/cdi"
 #: The host's Debian sources, handed to mmdebstrap (it reads stdin without a mirror).
@@ -98,13 +102,44 @@ def cri_skip_reason(config: pytest.Config) -> str | None:
     return None
 
 
+def cluster_cannot_run() -> str | None:
+    """Why the cluster suite cannot run on this machine, or None."""
+    missing = [tool for tool in CLUSTER_TOOLS if shutil.which(tool) is None]
+    if missing:
+        return (
+            f"cluster tests need {', '.join(missing)} (apt-get install podman runc mmdebstrap "
+            "openssl; go 1.26 or newer): they build Kubernetes v1.37 and run a one-node cluster"
+        )
+    if os.geteuid() != 0:
+        return "cluster tests need root: the kubelet and containerd make mounts and cgroups"
+    return None
+
+
+def cluster_skip_reason(config: pytest.Config) -> str | None:
+    """Why the cluster suite should not run here, or None.
+
+    Asked for under CI (``CI=true``) where it cannot run, it runs: its fixture then
+    fails, saying why (CI must run it).
+    """
+    cannot = cluster_cannot_run()
+    if not asked(config, "cluster", CLUSTER_ENV):
+        return cannot or (
+            "cluster tests run only when asked: python -m pytest -m cluster tests/e2e "
+            f"(or {CLUSTER_ENV}=1); they build Kubernetes v1.37 with go and run a one-node "
+            "cluster as root (scripts/cluster up)"
+        )
+    if cannot is not None and os.environ.get("CI") != "true":
+        return cannot
+    return None
+
+
 def asked(config: pytest.Config, marker: str, env: str) -> bool:
     """Whether the run selects ``marker`` (``-m``) or sets ``env`` to 1."""
     return marker in (config.getoption("markexpr") or "") or os.environ.get(env) == "1"
 
 
 #: Each suite's marker and the question whether it runs here.
-SUITES = {"e2e": skip_reason, "cri": cri_skip_reason}
+SUITES = {"e2e": skip_reason, "cri": cri_skip_reason, "cluster": cluster_skip_reason}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -197,6 +232,28 @@ def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Podman]:
         tool("rm", "--force", "--time", "0", name, check=False)
 
 
+def debian_rootfs(target: Path) -> None:
+    """A Debian bookworm root file system with python3 and its venv module, as a tar file.
+
+    Made by mmdebstrap, without documentation, manual pages or translations (smaller,
+    as slim images are); the host's Debian sources are its mirror when it has them.
+    """
+    mirror = [APT_SOURCES] if os.path.exists(APT_SOURCES) else []
+    command = [
+        "mmdebstrap", "--variant=minbase", "--include=python3,python3-venv",
+        "--dpkgopt=path-exclude=/usr/share/doc/*",
+        "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+        "--dpkgopt=path-exclude=/usr/share/man/*",
+        "--dpkgopt=path-exclude=/usr/share/locale/*",
+        "--dpkgopt=path-exclude=/usr/share/info/*",
+        "bookworm", str(target), *mirror,
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 @pytest.fixture(scope="session")
 def base_image(podman: Podman, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Debian bookworm image with python3 (and its venv module), made by mmdebstrap."""
@@ -204,21 +261,7 @@ def base_image(podman: Podman, tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield ""  # not needed: the image is given
         return
     rootfs = tmp_path_factory.mktemp("rootfs") / "bookworm.tar"
-    mirror = [APT_SOURCES] if os.path.exists(APT_SOURCES) else []
-    command = [
-        "mmdebstrap", "--variant=minbase", "--include=python3,python3-venv",
-        # No documentation, manual pages or translations: a smaller image, as slim ones do.
-        "--dpkgopt=path-exclude=/usr/share/doc/*",
-        "--dpkgopt=path-include=/usr/share/doc/*/copyright",
-        "--dpkgopt=path-exclude=/usr/share/man/*",
-        "--dpkgopt=path-exclude=/usr/share/locale/*",
-        "--dpkgopt=path-exclude=/usr/share/info/*",
-        "bookworm", str(rootfs), *mirror,
-    ]  # fmt: skip
-    done = subprocess.run(
-        command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    debian_rootfs(rootfs)
     tag = f"localhost/dra-metadata-e2e-base:{uuid.uuid4().hex[:8]}"
     podman("import", str(rootfs), tag)
     rootfs.unlink()
@@ -317,6 +360,8 @@ CRI_BIN = REPO / "build" / "cri"
 PAUSE_CONTAINERFILE = 'FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause"]\n'
 #: The CRI suite's figures (seconds), printed at the end of the run.
 CRI_TIMES: dict[str, float] = {}
+#: The cluster suite's figures (seconds), when it brought the cluster up itself.
+CLUSTER_TIMES: dict[str, float] = {}
 
 
 def podman_to_containerd(podman: Podman, containerd: Containerd, tag: str, scratch: Path) -> str:
@@ -432,3 +477,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if CRI_TIMES:
         figures = ", ".join(f"{name} {value:.1f}" for name, value in CRI_TIMES.items())
         terminalreporter.write_line(f"CRI suite: {figures}")
+    if CLUSTER_TIMES:
+        figures = ", ".join(f"{name} {value:.1f}" for name, value in CLUSTER_TIMES.items())
+        terminalreporter.write_line(f"cluster suite: {figures}")

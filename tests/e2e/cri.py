@@ -25,7 +25,8 @@ what these machines refuse, each line on purpose:
 - **snapshotter**: ``overlayfs`` where an overlay mount works here, else ``native``
   (plain copies); chosen by trying one overlay mount before starting.
 - **NRI**, **tracing**, the **btrfs/devmapper/zfs** snapshotters: not started or not
-  built (they want sockets and devices of the host).
+  built (they want sockets and devices of the host). The cluster (tests/e2e/cluster.py)
+  turns NRI on, on a socket of its own, for its NIC driver's ``RunPodSandbox`` hook.
 
 The images come from podman (``podman save``) into containerd's ``k8s.io`` namespace
 (``ctr images import``), the namespace the CRI reads; the sandbox image is a local one
@@ -79,14 +80,32 @@ def overlay_works(scratch: Path) -> bool:
         return True
 
 
-def config_toml(base: Path, *, cdi_dir: Path, runc: str, snapshotter: str) -> str:
-    """containerd's configuration for the suite (see the module's docstring for each part)."""
+def config_toml(
+    base: Path, *, cdi_dir: Path, runc: str, snapshotter: str, nri_socket: Path | None = None
+) -> str:
+    """containerd's configuration for the suite (see the module's docstring for each part).
+
+    With ``nri_socket``, NRI is on and listens there (the cluster's NIC driver connects
+    to it and hooks ``RunPodSandbox``); else it is off.
+    """
+    disabled = ["io.containerd.internal.v1.tracing"]
+    nri = ""
+    if nri_socket is None:
+        disabled.insert(0, "io.containerd.nri.v1.nri")
+    else:
+        nri = f"""
+[plugins."io.containerd.nri.v1.nri"]
+  disable = false
+  socket_path = "{nri_socket}"
+  plugin_path = "{base / "nri" / "plugins"}"
+  plugin_config_path = "{base / "nri" / "conf.d"}"
+"""
     return f"""\
 version = 3
 root = "{base / "root"}"
 state = "{base / "state"}"
-disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.tracing"]
-
+disabled_plugins = {json.dumps(disabled)}
+{nri}
 [grpc]
   address = "{base / "containerd.sock"}"
 
