@@ -252,21 +252,27 @@ def test_nic_pod_waits_for_network_data_then_the_worker_sees_it(
 
 
 CLUSTER = REPO / "examples" / "cluster"
-CLUSTER_MANIFESTS = sorted(CLUSTER.glob("*.yaml"))
+PYTHON_DRIVER = REPO / "examples" / "python-driver"
+#: Every manifest the cluster suites apply, and the page that shows it.
+CLUSTER_PAGES = {CLUSTER: "cluster.md", PYTHON_DRIVER: "driver.md"}
+CLUSTER_MANIFESTS = sorted([*CLUSTER.glob("*.yaml"), *PYTHON_DRIVER.glob("*.yaml")])
 
 
-@pytest.mark.parametrize("path", CLUSTER_MANIFESTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CLUSTER_MANIFESTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_cluster_docs_show_each_manifest_whole(path: Path) -> None:
-    """docs/cluster.md shows every manifest the cluster suite applies, as the file has it."""
-    page = (REPO / "docs" / "cluster.md").read_text(encoding="utf-8")
-    assert f"`examples/cluster/{path.name}`:\n\n```yaml\n{path.read_text()}```\n" in page
+    """docs/cluster.md and docs/driver.md show every manifest the cluster suites apply, as
+    the file has it."""
+    page = (REPO / "docs" / CLUSTER_PAGES[path.parent]).read_text(encoding="utf-8")
+    where = path.relative_to(REPO)
+    assert f"`{where}`:\n\n```yaml\n{path.read_text()}```\n" in page
 
 
-@pytest.mark.parametrize("path", CLUSTER_MANIFESTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CLUSTER_MANIFESTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_cluster_pods_run_the_imported_image_on_the_nodes_network(path: Path) -> None:
-    """Each pod of examples/cluster/ runs an image the cluster imported (never pulled), on
-    the node's network (the cluster has no CNI plugin), without a service account token,
-    each container dropping every capability and naming the claims it reads."""
+    """Each pod of examples/cluster/ and examples/python-driver/ runs an image the cluster
+    imported (never pulled), on the node's network (the cluster has no CNI plugin),
+    without a service account token, each container dropping every capability and
+    naming the claims it reads."""
     for doc in documents(path):
         if doc["kind"] != "Pod":
             continue

@@ -5,7 +5,8 @@
 them, the reference driver of ``conformance/cluster/driver``), makes credentials for
 this cluster alone, starts etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler, containerd and the kubelet, all on 127.0.0.1, then the reference
-driver (``gpu.example.com`` and ``nic.example.com``); it imports this checkout's image
+driver (``gpu.example.com`` and ``nic.example.com``) and the Python example driver
+(``py.example.com``, examples/python-driver); it imports this checkout's image
 as ``localhost/dra-metadata:cluster``, waits until the node is Ready and both drivers'
 ResourceSlices are published, and prints ``export KUBECONFIG=...`` last. Run again
 while up, it does nothing but print that line. ``scripts/cluster down`` stops
@@ -72,7 +73,11 @@ IMAGE = "localhost/dra-metadata:cluster"
 BASE_IMAGE = "localhost/dra-metadata-cluster-base:bookworm"
 #: The node's name (its address type Hostname resolves to loopback).
 NODE = "localhost"
-DRIVERS = {"gpu.example.com": 4, "nic.example.com": 2}
+DRIVERS = {"gpu.example.com": 4, "nic.example.com": 2, "py.example.com": 4}
+#: The Python example driver (examples/python-driver), and where it waits when told to
+#: (a test kills it there, in the middle of a prepare).
+PY_DRIVER = "py.example.com"
+PY_DRIVER_SOURCE = REPO / "examples" / "python-driver"
 #: Ports on 127.0.0.1 (none of them Kubernetes' defaults, so another cluster may run).
 PORTS = {
     "etcd": 23790,
@@ -106,6 +111,7 @@ COMPONENTS = (
     "kubelet",
     "gpu.example.com",
     "nic.example.com",
+    "py.example.com",
 )
 
 
@@ -707,10 +713,19 @@ class Cluster:
         conditions = node.get("status", {}).get("conditions", [])
         return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
+    @property
+    def py_driver_pause(self) -> Path:
+        """While this file exists, the Python driver's prepares wait before their second request."""
+        return self.state / "py-driver-pause"
+
     def start_drivers(self) -> None:
         self.kubectl("apply", "-f", str(REPO / "examples" / "cluster" / "device-classes.yaml"))
+        self.kubectl("apply", "-f", str(PY_DRIVER_SOURCE / "device-class.yaml"))
         registry = self.kubelet_root / "plugins_registry"
         for driver in DRIVERS:
+            if driver == PY_DRIVER:
+                self.start_py_driver()
+                continue
             command: list[str | Path] = [
                 self.bin_dir / "dra-example-driver", "--driver", driver, "--node", NODE,
                 "--kubeconfig", self.state / "driver.kubeconfig",
@@ -721,6 +736,30 @@ class Cluster:
                 command += ["--nri-socket", self.state / "nri.sock"]
             process = self.spawn(driver, command)
             self.wait(f"{driver} slices", lambda d=driver: self.published(d), process)
+
+    def start_py_driver(self) -> Recorded:
+        """The Python example driver, from the venv build-cluster made, this checkout first."""
+        built = self.bin_dir / "python-driver"
+        process = self.spawn(PY_DRIVER, [
+            built / "venv" / "bin" / "python", PY_DRIVER_SOURCE / "driver.py",
+            "--node", NODE, "--kubeconfig", self.state / "driver.kubeconfig",
+            "--plugin-dir", self.plugin_dir(PY_DRIVER),
+            "--registry-dir", self.kubelet_root / "plugins_registry",
+            "--cdi-dir", self.cdi_dir, "--stubs", built / "stubs",
+            "--test-pause-file", self.py_driver_pause,
+        ], PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")  # fmt: skip
+        self.wait(f"{PY_DRIVER} slices", lambda: self.published(PY_DRIVER), process)
+        return process
+
+    def restart_py_driver(self) -> Recorded:
+        """Start the Python driver again (after a test killed it)."""
+        for recorded in self.recorded():
+            if recorded.name == PY_DRIVER and recorded.alive():
+                raise ClusterError(f"{PY_DRIVER} is still running (PID {recorded.pid})")
+        child = self.children.pop(PY_DRIVER, None)
+        if child is not None:
+            child.wait(5)
+        return self.start_py_driver()
 
     def published(self, driver: str) -> bool:
         """Whether the driver's ResourceSlices list all its devices."""

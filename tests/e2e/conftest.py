@@ -38,6 +38,7 @@ import pytest
 import dra_metadata as dm
 from tests.conftest import REPO
 from tests.e2e.cri import PAUSE_IMAGE, Containerd, Pod
+from tests.e2e.kube import cluster, goref_image, scenario  # noqa: F401 (fixtures of the cluster suites)
 from tests.goref.harness import Goref
 from tests.goref.harness import build as build_goref
 
@@ -139,6 +140,8 @@ def asked(config: pytest.Config, marker: str, env: str) -> bool:
 
 
 #: Each suite's marker and the question whether it runs here.
+#: The cluster suite's last test: it takes the cluster down.
+CLUSTER_DOWN_TEST = "test_up_again_is_a_no_op_then_down_restores_the_machine"
 SUITES = {"e2e": skip_reason, "cri": cri_skip_reason, "cluster": cluster_skip_reason}
 
 
@@ -157,6 +160,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             reason = reasons[marker]
             if reason is not None:
                 item.add_marker(pytest.mark.skip(reason=reason))
+    # The test that takes the cluster down runs after every other cluster test.
+    items.sort(key=lambda item: item.name == CLUSTER_DOWN_TEST)
 
 
 @dataclass
