@@ -229,7 +229,9 @@ class Driver:
         """Watch every ResourceClaim; act on the firmware annotation."""
         while not stop.is_set():
             try:
-                for event in watch.Watch().stream(
+                # (return_type: the client's model of a resource.k8s.io/v1 claim)
+                claims = watch.Watch(return_type="ResourceV1ResourceClaim")
+                for event in claims.stream(
                     self.api.list_resource_claim_for_all_namespaces, timeout_seconds=60
                 ):
                     if event["type"] in ("ADDED", "MODIFIED"):

@@ -721,12 +721,27 @@ class Cluster:
     def start_drivers(self) -> None:
         self.kubectl("apply", "-f", str(REPO / "examples" / "cluster" / "device-classes.yaml"))
         self.kubectl("apply", "-f", str(PY_DRIVER_SOURCE / "device-class.yaml"))
-        registry = self.kubelet_root / "plugins_registry"
         for driver in DRIVERS:
-            if driver == PY_DRIVER:
-                self.start_py_driver()
-                continue
+            self.start_driver(driver)
+
+    def start_driver(self, driver: str) -> Recorded:
+        """One driver, until its ResourceSlices are published: the Go reference driver
+        (``gpu.example.com``, ``nic.example.com``) or the Python example driver, run from
+        the venv build-cluster made with this checkout first on ``PYTHONPATH``."""
+        registry = self.kubelet_root / "plugins_registry"
+        env: dict[str, str] = {}
+        if driver == PY_DRIVER:
+            built = self.bin_dir / "python-driver"
             command: list[str | Path] = [
+                built / "venv" / "bin" / "python", PY_DRIVER_SOURCE / "driver.py",
+                "--node", NODE, "--kubeconfig", self.state / "driver.kubeconfig",
+                "--plugin-dir", self.plugin_dir(driver), "--registry-dir", registry,
+                "--cdi-dir", self.cdi_dir, "--stubs", built / "stubs",
+                "--test-pause-file", self.py_driver_pause,
+            ]  # fmt: skip
+            env = {"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+        else:
+            command = [
                 self.bin_dir / "dra-example-driver", "--driver", driver, "--node", NODE,
                 "--kubeconfig", self.state / "driver.kubeconfig",
                 "--plugin-dir", self.plugin_dir(driver), "--registry-dir", registry,
@@ -734,32 +749,24 @@ class Cluster:
             ]  # fmt: skip
             if driver == "nic.example.com":
                 command += ["--nri-socket", self.state / "nri.sock"]
-            process = self.spawn(driver, command)
-            self.wait(f"{driver} slices", lambda d=driver: self.published(d), process)
-
-    def start_py_driver(self) -> Recorded:
-        """The Python example driver, from the venv build-cluster made, this checkout first."""
-        built = self.bin_dir / "python-driver"
-        process = self.spawn(PY_DRIVER, [
-            built / "venv" / "bin" / "python", PY_DRIVER_SOURCE / "driver.py",
-            "--node", NODE, "--kubeconfig", self.state / "driver.kubeconfig",
-            "--plugin-dir", self.plugin_dir(PY_DRIVER),
-            "--registry-dir", self.kubelet_root / "plugins_registry",
-            "--cdi-dir", self.cdi_dir, "--stubs", built / "stubs",
-            "--test-pause-file", self.py_driver_pause,
-        ], PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1")  # fmt: skip
-        self.wait(f"{PY_DRIVER} slices", lambda: self.published(PY_DRIVER), process)
+        process = self.spawn(driver, command, **env)
+        self.wait(f"{driver} slices", lambda: self.published(driver), process)
         return process
 
-    def restart_py_driver(self) -> Recorded:
-        """Start the Python driver again (after a test killed it)."""
+    def restart(self, driver: str) -> Recorded:
+        """Start a driver again that ended (a test killed it): ``scripts/cluster restart``."""
+        if driver not in DRIVERS:
+            raise ClusterError(f"no driver {driver!r}: one of {', '.join(DRIVERS)}")
+        running = {r.name for r in self.recorded() if r.alive()}
+        if "kubelet" not in running or "kube-apiserver" not in running:
+            raise ClusterError("not up (scripts/cluster up)")
         for recorded in self.recorded():
-            if recorded.name == PY_DRIVER and recorded.alive():
-                raise ClusterError(f"{PY_DRIVER} is still running (PID {recorded.pid})")
-        child = self.children.pop(PY_DRIVER, None)
+            if recorded.name == driver and recorded.alive():
+                raise ClusterError(f"{driver} is still running (PID {recorded.pid})")
+        child = self.children.pop(driver, None)
         if child is not None:
             child.wait(5)
-        return self.start_py_driver()
+        return self.start_driver(driver)
 
     def published(self, driver: str) -> bool:
         """Whether the driver's ResourceSlices list all its devices."""
@@ -938,6 +945,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("up", help="build what is missing, start, print export KUBECONFIG=... last")
     sub.add_parser("down", help="stop everything up started and restore the machine")
     sub.add_parser("status", help="the components, their PIDs and memory")
+    restart = sub.add_parser("restart", help="start a driver again that ended")
+    restart.add_argument("driver", choices=list(DRIVERS))
     kubectl = sub.add_parser("kubectl", help="kubectl as the cluster's admin")
     kubectl.add_argument("args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -948,6 +957,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"export KUBECONFIG={cluster.kubeconfig}")
         elif args.command == "down":
             cluster.down()
+        elif args.command == "restart":
+            cluster.restart(args.driver)
         elif args.command == "status":
             if not cluster.state.exists():
                 print("down")
