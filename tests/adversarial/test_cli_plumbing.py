@@ -306,6 +306,9 @@ def test_sigint_in_the_first_milliseconds_never_crashes_or_prints_our_traceback(
 #: after it is released, or as the command starts (before its own handler is in place).
 _SIGINT_AT = """
 import os, signal, sys
+# Python's own handler, as a terminal gives it: a background job (a shell without job
+# control) starts its children with SIGINT ignored, and Python then installs none.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import dra_metadata_cli as entry
 moment = sys.argv.pop(1)
 real = entry.signal

@@ -208,3 +208,94 @@ def test_kill_9_in_the_middle_of_a_prepare(cluster: Cluster, scenario: Start) ->
         assert dm.read_file(path).metadata.uid == claim["metadata"]["uid"]
     cluster.kubectl("delete", "pod", "lister", "--namespace", "py-two-requests", "--wait=true")
     wait_clean(cluster)
+
+
+#: A client of the driver's DRAPlugin socket, run by the driver's own venv on the stubs
+#: build_stubs.py made: each call of stdin's list, its answer as JSON on stdout.
+GRPC_CLIENT = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import grpc
+from google.protobuf.json_format import MessageToDict
+from kubelet.dra.v1 import api_pb2 as dra, api_pb2_grpc as dra_grpc
+job = json.load(sys.stdin)
+with grpc.insecure_channel("unix://" + job["socket"]) as channel:
+    plugin = dra_grpc.DRAPluginStub(channel)
+    for call, claims in job["calls"]:
+        request = getattr(dra, call + "Request")(claims=[dra.Claim(**c) for c in claims])
+        answer = getattr(plugin, call)(request, timeout=60)
+        print(json.dumps(MessageToDict(answer, preserving_proto_field_name=True)), flush=True)
+"""
+
+
+def call_driver(cluster: Cluster, calls: list[tuple[str, list[dict[str, str]]]]) -> list[Any]:
+    """The driver's answers to gRPC calls made as the kubelet makes them, on its socket."""
+    built = cluster.bin_dir / "python-driver"
+    job = {"socket": str(cluster.plugin_dir(PY_DRIVER) / "dra.sock"), "calls": calls}
+    done = subprocess.run(
+        [str(built / "venv" / "bin" / "python"), "-c", GRPC_CLIENT, str(built / "stubs")],
+        input=json.dumps(job), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return lines(done.stdout)
+
+
+def test_prepare_and_unprepare_are_idempotent(cluster: Cluster, scenario: Start) -> None:
+    """Called again as the kubelet calls after a restart or a timeout, on a claim its pod
+    uses: each prepare answers the same devices and CDI IDs and writes the next
+    generation; each unprepare succeeds, the first removing everything, the second
+    finding nothing to remove."""
+    run = scenario(PY_DRIVER_SOURCE / "two-requests.yaml", "py-two-requests")
+    pod = wait_pod(cluster, "lister", "py-two-requests", ("Running",))
+    claim = claim_of(run, pod, "gpus")
+    ref = {k: claim["metadata"][k] for k in ("namespace", "name", "uid")}
+    files = sorted(cluster.plugin_dir(PY_DRIVER).rglob("metadata.json"))
+    assert [dm.read_file(f).metadata.generation for f in files] == [1, 1]
+    first, second = call_driver(
+        cluster, [("NodePrepareResources", [ref]), ("NodePrepareResources", [ref])]
+    )
+    assert first == second
+    devices = first["claims"][ref["uid"]]["devices"]
+    assert sorted((d["request_names"], d["device_name"]) for d in devices) == sorted(
+        ([r["request"]], r["device"]) for r in claim["status"]["allocation"]["devices"]["results"]
+    )
+    for device in devices:
+        (request,) = device["request_names"]
+        assert device["cdi_device_ids"] == [f"{PY_DRIVER}/metadata={ref['uid']}_{request}"]
+    assert [dm.read_file(f).metadata.generation for f in files] == [3, 3]
+    answers = call_driver(
+        cluster, [("NodeUnprepareResources", [ref]), ("NodeUnprepareResources", [ref])]
+    )
+    assert answers == [{"claims": {ref["uid"]: {}}}] * 2
+    assert node_files(cluster) == []
+    cluster.kubectl("delete", "pod", "lister", "--namespace", "py-two-requests", "--wait=true")
+    wait_clean(cluster)
+
+
+def test_the_resource_slice_is_kept_current(cluster: Cluster) -> None:
+    """A slice deleted is written again; one changed is written again with the pool's
+    generation one more (within the driver's 10 s period)."""
+    name = f"localhost-{PY_DRIVER}"
+    expected = published(cluster, PY_DRIVER)
+
+    def current() -> dict[str, Any] | None:
+        found = json.loads(cluster.kubectl("get", "resourceslices", "--output", "json"))
+        return next((s for s in found["items"] if s["metadata"]["name"] == name), None)
+
+    def until(ready: Any) -> dict[str, Any]:
+        deadline = time.monotonic() + 40
+        while not ready(found := current()):
+            assert time.monotonic() < deadline, found
+            time.sleep(0.5)
+        assert found is not None
+        return found
+
+    cluster.kubectl("delete", "resourceslice", name)
+    back = until(lambda s: s is not None)
+    assert published(cluster, PY_DRIVER) == expected
+    generation = back["spec"]["pool"]["generation"]
+    patch = [{"op": "remove", "path": "/spec/devices/0/attributes/uuid"}]
+    cluster.kubectl("patch", "resourceslice", name, "--type", "json", "--patch", json.dumps(patch))
+    restored = until(lambda s: s is not None and s["spec"]["pool"]["generation"] > generation)
+    assert restored["spec"]["pool"]["generation"] == generation + 1
+    assert published(cluster, PY_DRIVER) == expected
