@@ -74,6 +74,18 @@ def wire(value: Any) -> dict[str, Any]:
     return {"int": value} if isinstance(value, int) else {"string": value}
 
 
+def describe(err: Exception) -> str:
+    """One line for the kubelet (it shows it in the pod's events): an API error's status
+    and message, not its headers and body."""
+    if isinstance(err, client.ApiException):
+        try:
+            message = json.loads(err.body)["message"]
+        except (TypeError, ValueError, KeyError):
+            message = err.reason
+        return f"API server: {err.status} {message}"
+    return str(err)
+
+
 # --- the ResourceSlice ---------------------------------------------------------------------
 
 
@@ -126,7 +138,7 @@ class Slices:
             try:
                 self.sync()
             except Exception as err:  # the API server may be away for a moment
-                log.warning("ResourceSlice %s: %s", self.name, err)
+                log.warning("ResourceSlice %s: %s", self.name, describe(err))
             stop.wait(self.every)
 
 
@@ -238,11 +250,11 @@ class Driver:
                         try:
                             self.firmware_changed(event["raw_object"])
                         except Exception as err:
-                            log.warning("firmware update: %s", err)
+                            log.warning("firmware update: %s", describe(err))
                     if stop.is_set():
                         return
             except Exception as err:  # the API server may be away for a moment
-                log.warning("watching claims: %s", err)
+                log.warning("watching claims: %s", describe(err))
                 stop.wait(1)
 
 
@@ -276,8 +288,8 @@ def services(driver: Driver, dra_socket: str) -> tuple[Any, Any]:
                     devices = [dra.Device(**d) for d in driver.prepare(c.namespace, c.name, c.uid)]
                     answers[c.uid] = dra.NodePrepareResourceResponse(devices=devices)
                 except Exception as err:  # the kubelet shows it on the pod and retries
-                    log.error("prepare %s/%s: %s", c.namespace, c.name, err)
-                    answers[c.uid] = dra.NodePrepareResourceResponse(error=str(err))
+                    log.error("prepare %s/%s: %s", c.namespace, c.name, describe(err))
+                    answers[c.uid] = dra.NodePrepareResourceResponse(error=describe(err))
             return dra.NodePrepareResourcesResponse(claims=answers)
 
         def NodeUnprepareResources(self, request: Any, context: Any) -> Any:
@@ -287,8 +299,8 @@ def services(driver: Driver, dra_socket: str) -> tuple[Any, Any]:
                     driver.unprepare(c.namespace, c.name, c.uid)
                     answers[c.uid] = dra.NodeUnprepareResourceResponse()
                 except Exception as err:
-                    log.error("unprepare %s/%s: %s", c.namespace, c.name, err)
-                    answers[c.uid] = dra.NodeUnprepareResourceResponse(error=str(err))
+                    log.error("unprepare %s/%s: %s", c.namespace, c.name, describe(err))
+                    answers[c.uid] = dra.NodeUnprepareResourceResponse(error=describe(err))
             return dra.NodeUnprepareResourcesResponse(claims=answers)
 
     return (reg_grpc.add_RegistrationServicer_to_server, Registration()), (

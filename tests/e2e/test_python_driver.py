@@ -244,7 +244,8 @@ def test_prepare_and_unprepare_are_idempotent(cluster: Cluster, scenario: Start)
     """Called again as the kubelet calls after a restart or a timeout, on a claim its pod
     uses: each prepare answers the same devices and CDI IDs and writes the next
     generation; each unprepare succeeds, the first removing everything, the second
-    finding nothing to remove."""
+    finding nothing to remove. A claim that is gone, or was made again, is a one-line
+    error and writes nothing."""
     run = scenario(PY_DRIVER_SOURCE / "two-requests.yaml", "py-two-requests")
     pod = wait_pod(cluster, "lister", "py-two-requests", ("Running",))
     claim = claim_of(run, pod, "gpus")
@@ -267,6 +268,17 @@ def test_prepare_and_unprepare_are_idempotent(cluster: Cluster, scenario: Start)
         cluster, [("NodeUnprepareResources", [ref]), ("NodeUnprepareResources", [ref])]
     )
     assert answers == [{"claims": {ref["uid"]: {}}}] * 2
+    assert node_files(cluster) == []
+    # What the kubelet is told when the claim is not the one it means: one line each.
+    gone = {**ref, "name": "no-such-claim", "uid": "u-gone"}
+    replaced = {**ref, "uid": "u-old"}
+    answers = call_driver(cluster, [("NodePrepareResources", [gone, replaced])])
+    assert answers == [{"claims": {
+        "u-gone": {"error": 'API server: 404 resourceclaims.resource.k8s.io "no-such-claim" '
+                            "not found"},
+        "u-old": {"error": f"claim py-two-requests/{ref['name']} has uid {ref['uid']}, not "
+                           "u-old: it was deleted and made again"},
+    }}]  # fmt: skip
     assert node_files(cluster) == []
     cluster.kubectl("delete", "pod", "lister", "--namespace", "py-two-requests", "--wait=true")
     wait_clean(cluster)
