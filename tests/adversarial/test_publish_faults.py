@@ -336,13 +336,14 @@ RIVAL = textwrap.dedent(
     import dra_metadata as dm
     pub = dm.MetadataPublisher("gpu.example.com", plugin_data_dir=sys.argv[2], cdi_dir=sys.argv[3])
     rounds = int(sys.argv[4])
+    rng = random.Random(sys.argv[5])  # the same choices and pauses every run
     device = pub.device("n", "d")
     claims = [dm.ClaimRef(name=f"c{i}", namespace="ns", uid=f"u{i}") for i in range(3)]
     counts = {"prepared": 0, "refused": 0, "lost": 0, "other": []}
     print("ready", flush=True)
     sys.stdin.readline()
     for _ in range(rounds):
-        claim = random.choice(claims)
+        claim = rng.choice(claims)
         try:
             pub.prepare(claim, "gpu", [device])
         except dm.PublishError as err:
@@ -352,7 +353,7 @@ RIVAL = textwrap.dedent(
                 counts["other"].append(str(err))
             continue
         counts["prepared"] += 1
-        time.sleep(random.random() / 500)
+        time.sleep(rng.random() / 500)
         try:  # prepared: the spec must be this publisher's until it unprepares
             with open(pub.cdi_spec_path(claim, "gpu"), encoding="utf-8") as spec:
                 mount = json.load(spec)["devices"][0]["containerEdits"]["mounts"][0]
@@ -381,6 +382,7 @@ def test_two_publishers_on_one_cdi_dir_never_take_each_others_specs(tmp_path: Pa
                 str(tmp_path / f"plugins-{side}"),
                 str(tmp_path / "cdi"),
                 "300",
+                side,
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
