@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +114,23 @@ def nic_tree(tree: MetadataTree, *drivers: str) -> list[DeviceBuilder]:
     devices = [request.device(driver, "node-a", f"vf-{i}") for i, driver in enumerate(drivers)]
     tree.write()
     return devices
+
+
+_PEAK = """
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def peak_kib(*args: str, timeout: float = 120) -> int:
+    """Peak RSS (KiB) of one fresh ``python -m dra_metadata ARGS`` process, output discarded."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, sys.executable, "-m", "dra_metadata", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+        timeout=timeout,
+    )
+    return int(done.stdout)

@@ -13,7 +13,7 @@ import pytest
 import dra_metadata as dm
 from dra_metadata._cli import main
 from examples import make_topology_tree
-from tests.conftest import REPO
+from tests.conftest import REPO, peak_kib
 
 A = dm.DeviceAttribute
 STD = dm.STANDARD_DOMAIN + "/"
@@ -430,34 +430,14 @@ def _distinct_tree(root: Path, count: int) -> Path:
     return write_claims(root, {"pod/gpu": gpus})
 
 
-def _peak_kib(*args: str) -> int:
-    """Peak RSS (KiB) of ``python -m dra_metadata ARGS``, output to /dev/null."""
-    code = (
-        "import resource, subprocess, sys\n"
-        "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
-        "assert done.returncode == 0, done.returncode\n"
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "-c", code, sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-        timeout=300,
-    )
-    return int(done.stdout)
-
-
 def test_json_and_matrix_memory_stays_linear_when_no_two_devices_share_a_row(
     tmp_path: Path,
 ) -> None:
     """1,500 devices on distinct roots: --json and --matrix peak within 2x the tree's."""
     root = str(_distinct_tree(tmp_path, 1500))
-    tree = _peak_kib("topology", "--root", root)
+    tree = peak_kib("topology", "--root", root, timeout=300)
     for option in ("--json", "--matrix"):
-        peak = _peak_kib("topology", "--root", root, option)
+        peak = peak_kib("topology", "--root", root, option, timeout=300)
         assert peak <= 2 * tree, (option, peak, tree)
 
 

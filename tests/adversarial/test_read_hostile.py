@@ -20,7 +20,7 @@ import msgspec
 import pytest
 
 import dra_metadata as dm
-from tests.conftest import REPO
+from tests.conftest import REPO, peak_kib
 
 DRIVER = "x.io"
 
@@ -530,26 +530,6 @@ def big_stream(devices: int) -> bytes:
         )
         + b"\n"
     )
-
-
-_PEAK = """
-import resource, subprocess, sys
-subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-"""
-
-
-def peak_kib(*args: str) -> int:
-    """Peak RSS (KiB) of one fresh ``python -m dra_metadata ARGS`` process."""
-    done = subprocess.run(
-        [sys.executable, "-c", _PEAK, sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=True,
-        timeout=120,
-    )
-    return int(done.stdout)
 
 
 @pytest.mark.parametrize(
