@@ -108,6 +108,19 @@ def logs(cluster: Cluster, pod: str, container: str, namespace: str) -> str:
     return cluster.kubectl("logs", pod, "--container", container, "--namespace", namespace)
 
 
+def ours_as_go_reads_it(cluster: Cluster, pod: str, namespace: str) -> dict[str, Any]:
+    """What the pod's container ``ours`` (``show --format go``) printed, checked equal to
+    what its container ``go`` (Go's reader, the goref harness, which adds Go's apiVersion
+    and kind when it prints an object) printed."""
+    ours: dict[str, Any] = json.loads(logs(cluster, pod, "ours", namespace))
+    go = json.loads(logs(cluster, pod, "go", namespace))
+    assert go["ok"], go
+    assert go["object"].pop("apiVersion") == "metadata.resource.k8s.io/v1beta1"
+    assert go["object"].pop("kind") == "DeviceMetadata"
+    assert ours == go["object"]
+    return ours
+
+
 class Claims:
     """Every version of the ResourceClaims of one namespace, as a watch receives them.
 

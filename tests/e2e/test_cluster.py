@@ -27,6 +27,7 @@ from tests.e2e.kube import (
     get,
     logs,
     numa,
+    ours_as_go_reads_it,
     published,
     value,
     wait_pod,
@@ -138,12 +139,7 @@ def test_the_go_reader_in_the_same_pod(cluster: Cluster, scenario: Start, goref_
     Go's apiVersion and kind when it prints one)."""
     run = scenario("go-reader.yaml", "go-reader")
     pod = wait_pod(cluster, "readers", "go-reader")
-    ours = json.loads(logs(cluster, "readers", "ours", "go-reader"))
-    go = json.loads(logs(cluster, "readers", "go", "go-reader"))
-    assert go["ok"], go
-    assert go["object"].pop("apiVersion") == "metadata.resource.k8s.io/v1beta1"
-    assert go["object"].pop("kind") == "DeviceMetadata"
-    assert ours == go["object"]
+    ours = ours_as_go_reads_it(cluster, "readers", "go-reader")
     names = [d["name"] for d in ours["requests"][0]["devices"]]
     assert names == allocated(claim_of(run, pod, "gpu"))
 
