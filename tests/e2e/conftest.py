@@ -71,15 +71,26 @@ runtime = "runc"
 """
 
 
+def missing_tools_or_root(
+    suite: str, tools: Sequence[str], install: str, root: str, *, why: str = ""
+) -> str | None:
+    """Why a suite cannot run on this machine (a tool missing, not root), or None."""
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    if missing:
+        return f"{suite} tests need {', '.join(missing)} ({install}){why}"
+    if os.geteuid() != 0:
+        return f"{suite} tests need root: {root}"
+    return None
+
+
 def skip_reason(config: pytest.Config) -> str | None:
     """Why the podman suite cannot or should not run here, or None."""
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
-    if missing:
-        return (
-            f"end-to-end tests need {', '.join(missing)} (apt-get install podman runc mmdebstrap)"
-        )
-    if os.geteuid() != 0:
-        return f"end-to-end tests need root: podman reads CDI specs from {CDI_DIR}"
+    cannot = missing_tools_or_root(
+        "end-to-end", TOOLS, "apt-get install podman runc mmdebstrap",
+        f"podman reads CDI specs from {CDI_DIR}",
+    )  # fmt: skip
+    if cannot is not None:
+        return cannot
     if not asked(config, "e2e", E2E_ENV):
         return (
             "end-to-end tests run only when asked: python -m pytest -m e2e tests/e2e "
@@ -90,14 +101,13 @@ def skip_reason(config: pytest.Config) -> str | None:
 
 def cri_skip_reason(config: pytest.Config) -> str | None:
     """Why the CRI suite cannot or should not run here, or None."""
-    missing = [tool for tool in CRI_TOOLS if shutil.which(tool) is None]
-    if missing:
-        return (
-            f"CRI tests need {', '.join(missing)} (apt-get install podman runc mmdebstrap; "
-            "go 1.26 or newer for scripts/build-containerd)"
-        )
-    if os.geteuid() != 0:
-        return "CRI tests need root: containerd and runc make mounts and namespaces"
+    cannot = missing_tools_or_root(
+        "CRI", CRI_TOOLS,
+        "apt-get install podman runc mmdebstrap; go 1.26 or newer for scripts/build-containerd",
+        "containerd and runc make mounts and namespaces",
+    )  # fmt: skip
+    if cannot is not None:
+        return cannot
     if not asked(config, "cri", CRI_ENV):
         return f"CRI tests run only when asked: python -m pytest -m cri tests/e2e (or {CRI_ENV}=1)"
     return None
@@ -105,15 +115,12 @@ def cri_skip_reason(config: pytest.Config) -> str | None:
 
 def cluster_cannot_run() -> str | None:
     """Why the cluster suite cannot run on this machine, or None."""
-    missing = [tool for tool in CLUSTER_TOOLS if shutil.which(tool) is None]
-    if missing:
-        return (
-            f"cluster tests need {', '.join(missing)} (apt-get install podman runc mmdebstrap "
-            "openssl; go 1.26 or newer): they build Kubernetes v1.37 and run a one-node cluster"
-        )
-    if os.geteuid() != 0:
-        return "cluster tests need root: the kubelet and containerd make mounts and cgroups"
-    return None
+    return missing_tools_or_root(
+        "cluster", CLUSTER_TOOLS,
+        "apt-get install podman runc mmdebstrap openssl; go 1.26 or newer",
+        "the kubelet and containerd make mounts and cgroups",
+        why=": they build Kubernetes v1.37 and run a one-node cluster",
+    )  # fmt: skip
 
 
 def cluster_skip_reason(config: pytest.Config) -> str | None:
