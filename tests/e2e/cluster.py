@@ -757,12 +757,11 @@ class Cluster:
         """Start a driver again that ended (a test killed it): ``scripts/cluster restart``."""
         if driver not in DRIVERS:
             raise ClusterError(f"no driver {driver!r}: one of {', '.join(DRIVERS)}")
-        running = {r.name for r in self.recorded() if r.alive()}
+        running = {r.name: r for r in self.recorded() if r.alive()}
         if "kubelet" not in running or "kube-apiserver" not in running:
             raise ClusterError("not up (scripts/cluster up)")
-        for recorded in self.recorded():
-            if recorded.name == driver and recorded.alive():
-                raise ClusterError(f"{driver} is still running (PID {recorded.pid})")
+        if driver in running:
+            raise ClusterError(f"{driver} is still running (PID {running[driver].pid})")
         child = self.children.pop(driver, None)
         if child is not None:
             child.wait(5)
