@@ -27,7 +27,14 @@ import stat
 from typing import Final
 
 from ._errors import MetadataNotFoundError
-from ._model import DOMAIN_SEPARATOR, STANDARD_ALIASES, STANDARD_DOMAIN, Device
+from ._model import (
+    DOMAIN_SEPARATOR,
+    STANDARD_ALIASES,
+    STANDARD_DOMAIN,
+    Device,
+    known_names,
+    standard_name,
+)
 from ._paths import (
     METADATA_FILE_SUFFIX,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
@@ -36,9 +43,11 @@ from ._paths import (
     driver_of,
     request_base,
 )
+from ._text import did_you_mean
 
 __all__ = [
     "MOUNT_HINT",
+    "absent_attribute",
     "closest_first",
     "listing",
     "not_found",
@@ -276,6 +285,26 @@ def _explain_any_claim(
     if not found:
         return f"{lead}: {nothing_mounted_text(root)}", []
     return f"{lead}; mounted here: {_quoted(found)}", found
+
+
+def absent_attribute(device: Device, name: str, *, also: tuple[str, ...] = ()) -> str:
+    """What to say of attribute ``name`` that ``device`` does not have.
+
+    For a standard attribute, the names looked for (``looked for <driver>/pciBusID,
+    resource.kubernetes.io/pciBusID, ...``); otherwise the closest name the device
+    has, or one of ``also`` (``did you mean 'uuid'?``); ``""`` when nothing is close.
+
+    >>> from dra_metadata import Device, DeviceAttribute
+    >>> dev = Device("gpu.example.com", "p", "gpu-0", {"uuid": DeviceAttribute(string="GPU-1")})
+    >>> absent_attribute(dev, "uuuid")
+    "did you mean 'uuid'?"
+    >>> absent_attribute(dev, "numaNode")  # doctest: +ELLIPSIS
+    'looked for gpu.example.com/numaNode, resource.kubernetes.io/numaNode, ...'
+    """
+    standard = standard_name(name)
+    if standard is not None:
+        return "looked for " + ", ".join(tried_names(device, standard))
+    return did_you_mean(name, [*known_names(device), *also]).removeprefix("; ")
 
 
 def tried_names(device: Device, standard: str) -> tuple[str, ...]:

@@ -260,6 +260,23 @@ def test_wait_exits_0_when_network_data_arrives_later(
             "; last seen: sriov.example.com-metadata.json generation 1 without attribute model "
             "(device node-a/vf-0)",
         ),
+        (  # a name close to one the device has: as get says it
+            "model",
+            ["--attribute", "modle"],
+            " without attribute modle (device node-a/vf-0: did you mean 'model'?)",
+        ),
+        (  # a standard attribute: every name tried, as get says it
+            "gen1",
+            ["--attribute", "pcieRoot"],
+            " without attribute pcieRoot (device node-a/vf-0: looked for "
+            "sriov.example.com/pcieRoot, resource.kubernetes.io/pcieRoot",
+        ),
+        (  # no attribute ever holds network data: say which condition does
+            "gen1",
+            ["--attribute", "interfaceName"],
+            " without attribute interfaceName (device node-a/vf-0: interfaceName is network "
+            "data, not an attribute: wait for has_network_data() (--for network))",
+        ),
     ],
 )
 def test_wait_times_out_with_exit_1_and_says_what_it_saw_last(
@@ -270,6 +287,9 @@ def test_wait_times_out_with_exit_1_and_says_what_it_saw_last(
         [vf] = nic_tree(dra_metadata_tree, "sriov.example.com")
         if setup == "torn":
             dra_metadata_tree.tear(vf)
+        if setup == "model":
+            vf.set(model="x710")
+            dra_metadata_tree.update()
     done = run("wait", "--claim", "nic", "--request", "eth", *args, "--timeout", "300ms")
     assert done.returncode == 1
     assert done.stdout == ""

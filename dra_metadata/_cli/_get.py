@@ -199,16 +199,14 @@ def _get(args: argparse.Namespace) -> int:
         why = notes[missing[0]]
         hint = ""
         if not why:
-            from .._model import known_names, standard_name
-            from .._nearby import tried_names
+            from .._model import standard_name
+            from .._nearby import absent_attribute
 
-            standard = standard_name(args.name)
-            if standard is not None:
-                why = "looked for " + ", ".join(tried_names(first, standard))
-            elif all(value is None for value in values):
-                from .._text import did_you_mean
-
-                hint = did_you_mean(args.name, [*known_names(first), *NETWORK_FIELDS])
+            said = absent_attribute(first, args.name, also=tuple(NETWORK_FIELDS))
+            if standard_name(args.name) is not None:
+                why = said
+            elif said and all(value is None for value in values):
+                hint = "; " + said
         fail(
             f"{args.name!r} is absent on {len(missing)} of {len(devices)} devices of {where} "
             f"(first: {first.driver}/{first.pool}/{first.name}"

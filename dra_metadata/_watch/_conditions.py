@@ -128,6 +128,10 @@ def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
     unqualified name lives in each device's driver domain, then is the standard
     attribute of that name, and a standard attribute is found under the names
     drivers publish for it today (``pciBusID`` finds NVIDIA's ``pcieBusID``).
+    While it does not hold, its reason (a timeout's "last seen") names the first
+    device without the attribute and what is nearby: the names tried for a
+    standard attribute, the closest name the device has, or that a network
+    data field (``interfaceName``) is no attribute (:func:`has_network_data`).
 
     >>> import dra_metadata as dm
     >>> md = dm.read_resource_claim_template("gpu", "gpu", root="examples/dra-device-attributes")
@@ -145,11 +149,26 @@ def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
         found = False
         for _request, device in md.devices():
             if device.attribute(name) is None:
-                return f"without attribute {name} (device {device.pool}/{device.name})"
+                from .._nearby import absent_attribute  # only to say why
+
+                said = absent_attribute(device, name) or network_hint(name)
+                where = f"device {device.pool}/{device.name}" + (f": {said}" if said else "")
+                return f"without attribute {name} ({where})"
             found = True
         return None if found else "without devices"
 
     return Condition(f"attribute {name} on every device", lambda md: missing(md) is None, missing)
+
+
+def network_hint(name: str) -> str:
+    """What to say when ``name`` looks like a network data field, which no attribute holds."""
+    from .._model import NETWORK_FIELDS
+    from .._text import closest
+
+    field = name if name in NETWORK_FIELDS else closest(name, NETWORK_FIELDS)
+    if field is None:
+        return ""
+    return f"{field} is network data, not an attribute: wait for has_network_data() (--for network)"
 
 
 def all_of(*conditions: Callable[[DeviceMetadata], bool]) -> Condition:
