@@ -145,22 +145,30 @@ def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
     if not name:
         raise ValueError("the attribute name must not be empty")
 
-    def missing(md: DeviceMetadata) -> str | None:
+    def holds(md: DeviceMetadata) -> bool:
         found = False
+        for _request, device in md.devices():
+            if device.attribute(name) is None:
+                return False
+            found = True
+        return found
+
+    def why_not(md: DeviceMetadata) -> str | None:
+        if holds(md):
+            return None
         for _request, device in md.devices():
             if device.attribute(name) is None:
                 from .._nearby import absent_attribute  # only to say why
 
-                said = absent_attribute(device, name) or network_hint(name)
+                said = absent_attribute(device, name) or _network_hint(name)
                 where = f"device {device.pool}/{device.name}" + (f": {said}" if said else "")
                 return f"without attribute {name} ({where})"
-            found = True
-        return None if found else "without devices"
+        return "without devices"
 
-    return Condition(f"attribute {name} on every device", lambda md: missing(md) is None, missing)
+    return Condition(f"attribute {name} on every device", holds, why_not)
 
 
-def network_hint(name: str) -> str:
+def _network_hint(name: str) -> str:
     """What to say when ``name`` looks like a network data field, which no attribute holds."""
     from .._model import NETWORK_FIELDS
     from .._text import closest
