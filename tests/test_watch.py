@@ -340,6 +340,25 @@ def test_has_generation_and_has_attribute_read_every_file_and_device() -> None:
         dm.has_attribute("")
 
 
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("vfIdx", "did you mean 'vfIndex'?"),
+        ("interfaceName", "interfaceName is network data, not an attribute"),
+        ("numaNodes", "looked for sriov.example.com/numaNode, resource.kubernetes.io/numaNode"),
+    ],
+)
+def test_a_wait_for_an_attribute_not_there_says_what_is_nearby(name: str, said: str) -> None:
+    """The timeout names the device without the attribute and what get would say of it."""
+    with pytest.raises(dm.WaitTimeoutError) as caught:
+        dm.wait_for(
+            claim="nic", request="eth", root=SAMPLE_ROOT, until=dm.has_attribute(name), timeout=0.1
+        )
+    message = str(caught.value)
+    assert f"without attribute {name} (device worker-1/enp94s0f0v3: {said}" in message
+    assert caught.value.last_seen is not None
+
+
 # --- the API's shape ---------------------------------------------------------------------
 
 
