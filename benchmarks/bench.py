@@ -46,8 +46,8 @@ has ``networkData``.
     script, as a user would: the one in the scripts directory of the interpreter
     running the bench (``sysconfig``), else the first ``dra-metadata`` on
     ``PATH`` (``shutil.which``; a wrapper there, such as a pyenv shim, would be
-    timed too). Target <= 0.9. With valgrind there, the instruction counts of the two processes gate, not
-    their wall times (see ``startup_rows``).
+    timed too). Target <= 0.9. With valgrind there, the instruction counts of
+    the two processes gate, not their wall times (see ``startup_rows``).
 
 ``dra-metadata get vs import msgspec.json``
     The same for ``get --template-claim gpu --request gpu uuid`` (one attribute
