@@ -134,6 +134,7 @@ __all__ = [
     "known_names",
     "lookup",
     "malformed",
+    "no_affinity",
     "normal_pci_address",
     "numa_of",
     "pci_address_of",
@@ -1268,6 +1269,11 @@ _STANDARD_FORMS: Final = {
     "pciBusID": ("a PCI address in any form", "0000:3b:00.0"),
     "pcieRoot": ("a PCIe root", "pci0000:3a"),
 }
+
+
+def no_affinity(source: str) -> str:
+    """The one text for NUMA attribute ``source`` holding a negative node (KEP-6072)."""
+    return f"{source} is negative: no NUMA affinity, so no NUMA node is known (KEP-6072)"
 
 
 def malformed(device: Device, source: str, raw: object, standard: str) -> str:

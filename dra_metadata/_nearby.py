@@ -33,7 +33,10 @@ from ._model import (
     STANDARD_DOMAIN,
     Device,
     known_names,
+    no_affinity,
+    numa_of,
     standard_name,
+    standard_problem,
 )
 from ._paths import (
     METADATA_FILE_SUFFIX,
@@ -290,9 +293,11 @@ def _explain_any_claim(
 def absent_attribute(device: Device, name: str, *, also: tuple[str, ...] = ()) -> str:
     """What to say of attribute ``name`` that ``device`` does not have.
 
-    For a standard attribute, the names looked for (``looked for <driver>/pciBusID,
-    resource.kubernetes.io/pciBusID, ...``); otherwise the closest name the device
-    has, or one of ``also`` (``did you mean 'uuid'?``); ``""`` when nothing is close.
+    For a standard attribute, why the model has no answer: a negative NUMA node (no
+    NUMA affinity, KEP-6072), a value not in its standard form, or else the names
+    looked for (``looked for <driver>/pciBusID, resource.kubernetes.io/pciBusID, ...``).
+    For any other name, the closest name the device has, or one of ``also`` (``did
+    you mean 'uuid'?``); ``""`` when nothing is close.
 
     >>> from dra_metadata import Device, DeviceAttribute
     >>> dev = Device("gpu.example.com", "p", "gpu-0", {"uuid": DeviceAttribute(string="GPU-1")})
@@ -300,9 +305,22 @@ def absent_attribute(device: Device, name: str, *, also: tuple[str, ...] = ()) -
     "did you mean 'uuid'?"
     >>> absent_attribute(dev, "numaNode")  # doctest: +ELLIPSIS
     'looked for gpu.example.com/numaNode, resource.kubernetes.io/numaNode, ...'
+    >>> cpu = Device("dra.cpu", "p", "c", {"numaNode": DeviceAttribute(int=-1)})
+    >>> print(absent_attribute(cpu, "numaNodes"))
+    dra.cpu/numaNode is negative: no NUMA affinity, so no NUMA node is known (KEP-6072)
     """
     standard = standard_name(name)
     if standard is not None:
+        domain = name.rpartition(DOMAIN_SEPARATOR)[0]
+        asked = f"{domain}{DOMAIN_SEPARATOR}{standard}" if domain else standard
+        if standard == "numaNode":
+            unknown = numa_of(device, asked).unknown
+            if unknown:
+                return no_affinity(unknown[0])
+        else:
+            problem = standard_problem(device, asked)
+            if problem is not None:
+                return problem
         return "looked for " + ", ".join(tried_names(device, standard))
     return did_you_mean(name, [*known_names(device), *also]).removeprefix("; ")
 

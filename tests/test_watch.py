@@ -345,7 +345,8 @@ def test_has_generation_and_has_attribute_read_every_file_and_device() -> None:
     [
         ("vfIdx", "did you mean 'vfIndex'?"),
         ("interfaceName", "interfaceName is network data, not an attribute"),
-        ("numaNodes", "looked for sriov.example.com/numaNode, resource.kubernetes.io/numaNode"),
+        ("hardwareAddres", "hardwareAddress is network data, not an attribute"),
+        ("firmware", ""),  # nothing close: the device alone
     ],
 )
 def test_a_wait_for_an_attribute_not_there_says_what_is_nearby(name: str, said: str) -> None:
@@ -355,8 +356,39 @@ def test_a_wait_for_an_attribute_not_there_says_what_is_nearby(name: str, said: 
             claim="nic", request="eth", root=SAMPLE_ROOT, until=dm.has_attribute(name), timeout=0.1
         )
     message = str(caught.value)
-    assert f"without attribute {name} (device worker-1/enp94s0f0v3: {said}" in message
+    where = "device worker-1/enp94s0f0v3" + (f": {said}" if said else ")")
+    assert f"without attribute {name} ({where}" in message
     assert caught.value.last_seen is not None
+
+
+def one_device(**attributes: dm.DeviceAttribute) -> dm.DeviceMetadata:
+    """A request of one device of driver dra.cpu with ``attributes``."""
+    device = dm.Device("dra.cpu", "node-a", "cpu-0", attributes)
+    return dm.DeviceMetadata(requests=(dm.DeviceMetadataRequest("cpus", (device,)),))
+
+
+def test_a_standard_attribute_counts_by_its_meaning_as_get_answers_it() -> None:
+    """numaNodes asks for the list; a negative node is no node and a pciBusID that is
+    no PCI address is none (KEP-6072, get's answers), each saying why."""
+    nic = dm.read_resource_claim("nic", "eth", root=SAMPLE_ROOT)  # numaNode [1, 0]
+    assert dm.has_attribute("numaNodes")(nic)
+    assert dm.has_attribute("resource.kubernetes.io/numaNodes")(nic)
+    no_node = one_device(numaNode=dm.DeviceAttribute(int=-1))
+    for name in ("numaNode", "numaNodes", "resource.kubernetes.io/numaNode"):
+        condition = dm.has_attribute(name)
+        assert not condition(no_node)
+        reason = condition.why_not(no_node)  # type: ignore[attr-defined]
+        assert "dra.cpu/numaNode is negative: no NUMA affinity" in reason
+    assert dm.has_attribute("numaNode")(one_device(numaNode=dm.DeviceAttribute(ints=(0, -1))))
+    bad_pci = one_device(pciBusID=dm.DeviceAttribute(string="slot 3"))
+    condition = dm.has_attribute("pciBusID")
+    assert not condition(bad_pci)
+    reason = condition.why_not(bad_pci)  # type: ignore[attr-defined]
+    assert "dra.cpu/pciBusID holds 'slot 3', which is not a PCI address" in reason
+    assert dm.has_attribute("pciBusID")(one_device(pciBusID=dm.DeviceAttribute(string="3b:00.0")))
+    missing = dm.has_attribute("pcieRoot")
+    reason = missing.why_not(one_device())  # type: ignore[attr-defined]
+    assert "looked for dra.cpu/pcieRoot, resource.kubernetes.io/pcieRoot" in reason
 
 
 # --- the API's shape ---------------------------------------------------------------------

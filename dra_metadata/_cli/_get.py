@@ -97,7 +97,14 @@ def model_answer(device: Device, standard: str, name: str) -> tuple[AttributeVal
     ('0000:18:00.0', 'from gpu.nvidia.com/pcieBusID, in the standard form')
     """
     from .._errors import MalformedAttributeError
-    from .._model import LIST_QUESTIONS, malformed, numa_of, pci_address_of, standard_problem
+    from .._model import (
+        LIST_QUESTIONS,
+        malformed,
+        no_affinity,
+        numa_of,
+        pci_address_of,
+        standard_problem,
+    )
 
     domain, _, local = name.rpartition("/")
     asked = f"{domain}/{standard}" if domain else standard  # numaNodes asks numaNode
@@ -116,10 +123,7 @@ def model_answer(device: Device, standard: str, name: str) -> tuple[AttributeVal
         nodes, source = numa.nodes, numa.source
         if not nodes:
             if numa.unknown:
-                return None, (
-                    f"{numa.unknown[0]} is negative: no NUMA affinity, so no NUMA node is "
-                    "known (KEP-6072)"
-                )
+                return None, no_affinity(numa.unknown[0])
             return None, ""
         note = "" if source == _STANDARD_NUMA else f"from {source}"
         if whole:

@@ -16,7 +16,13 @@ from collections.abc import Callable
 from typing import Final
 
 from .._errors import DRAMetadataError
-from .._model import DeviceMetadata, MergedDeviceMetadata, NetworkDeviceData
+from .._model import (
+    Device,
+    DeviceMetadata,
+    MergedDeviceMetadata,
+    NetworkDeviceData,
+    standard_values,
+)
 
 __all__ = [
     "Condition",
@@ -124,14 +130,20 @@ def has_generation(generation: int) -> Callable[[DeviceMetadata], bool]:
 def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
     """A condition: every device has the attribute ``name`` (and there is a device).
 
-    Names resolve as :meth:`~dra_metadata.Device.attribute` resolves them: an
-    unqualified name lives in each device's driver domain, then is the standard
-    attribute of that name, and a standard attribute is found under the names
-    drivers publish for it today (``pciBusID`` finds NVIDIA's ``pcieBusID``).
-    While it does not hold, its reason (a timeout's "last seen") names the first
-    device without the attribute and what is nearby: the names tried for a
-    standard attribute, the closest name the device has, or that a network
-    data field (``interfaceName``) is no attribute (:func:`has_network_data`).
+    Names resolve as ``dra-metadata get`` resolves them: an unqualified name
+    lives in each device's driver domain, then is the standard attribute of that
+    name, and a standard attribute is found under the names drivers publish for
+    it today (``pciBusID`` finds NVIDIA's ``pcieBusID``). A standard attribute
+    counts by its meaning (the model's answer): a negative ``numaNode`` is no
+    NUMA node (KEP-6072), a ``pciBusID`` that is no PCI address is none, and
+    ``numaNodes`` / ``pcieRoots`` ask for the whole list.
+
+    While it does not hold, its reason (a timeout's "last seen") names the
+    first device without the attribute and what is nearby: for a standard
+    attribute why the model has no answer (a negative node, a value not in its
+    standard form) or the names tried; else the closest name the device has, or
+    that a network data field (``interfaceName``) is no attribute
+    (:func:`has_network_data`).
 
     >>> import dra_metadata as dm
     >>> md = dm.read_resource_claim_template("gpu", "gpu", root="examples/dra-device-attributes")
@@ -145,10 +157,14 @@ def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
     if not name:
         raise ValueError("the attribute name must not be empty")
 
+    def has(device: Device) -> bool:
+        values = standard_values(device, name)  # a standard name: the model's answer
+        return device.attribute(name) is not None if values is None else bool(values)
+
     def holds(md: DeviceMetadata) -> bool:
         found = False
         for _request, device in md.devices():
-            if device.attribute(name) is None:
+            if not has(device):
                 return False
             found = True
         return found
@@ -157,7 +173,7 @@ def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
         if holds(md):
             return None
         for _request, device in md.devices():
-            if device.attribute(name) is None:
+            if not has(device):
                 from .._nearby import absent_attribute  # only to say why
 
                 said = absent_attribute(device, name) or _network_hint(name)
