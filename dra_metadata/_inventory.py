@@ -43,6 +43,7 @@ from ._model import (
     Device,
     DeviceMetadata,
     MergedDeviceMetadata,
+    has_answer,
     normal_pci_address,
     standard_name,
     standard_values,
@@ -317,7 +318,9 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         :class:`~dra_metadata.MetadataNotFoundError`, never answers ``[]``.
         ``driver`` keeps that driver's devices; ``has`` devices that have every
         named attribute; ``where`` those whose attributes have the given
-        values. Names resolve as :meth:`Device.attribute` resolves them; a list
+        values. Names resolve as :meth:`Device.attribute` resolves them, and a
+        standard attribute counts by its meaning (a negative ``numaNode`` is no
+        node, ``has="numaNodes"`` asks for the list), as ``get`` answers; a list
         (in the metadata or in ``where``) is a set that matches when it shares a
         value, and a standard attribute is compared in its meaning
         (``where={"numaNode": 0}`` selects what ``topology().on_numa_node(0)``
@@ -340,7 +343,7 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
             for device in mounted.devices:
                 if driver is not None and device.driver != driver:
                     continue
-                if any(device.find_attribute(name) is None for name in wanted):
+                if not all(has_answer(device.device, name) for name in wanted):
                     continue
                 if not all(_has_value(device, name, value) for name, value in conditions.items()):
                     continue

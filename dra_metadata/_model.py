@@ -128,6 +128,7 @@ __all__ = [
     "PciAddress",
     "VersionValue",
     "device_kind",
+    "has_answer",
     "int_values",
     "intersect",
     "is_pcie_root",
@@ -1033,6 +1034,22 @@ def standard_values(device: Device, name: str) -> "tuple[object, ...] | None":
         pci = pci_address_of(device, asked)
         return () if pci is None or pci.value is None else (pci.value,)
     return device.pcie_roots
+
+
+def has_answer(device: Device, name: str) -> bool:
+    """Whether ``device`` has attribute ``name`` as every door counts it (``get``,
+    ``inv.devices(has=)``, ``has_attribute()``): a standard attribute by the model's
+    answer (:func:`standard_values`: a negative ``numaNode`` is no node, a
+    ``pciBusID`` that is no PCI address is none, ``numaNodes`` asks for the list),
+    any other name by :meth:`Device.attribute`.
+
+    >>> from dra_metadata import Device, DeviceAttribute as A
+    >>> cpu = Device("dra.cpu", "p", "c", {"numaNode": A(int=-1), "cpus": A(ints=(4, 5))})
+    >>> has_answer(cpu, "cpus"), has_answer(cpu, "numaNode"), cpu.attribute("numaNode")
+    (True, False, -1)
+    """
+    values = standard_values(device, name)
+    return device.attribute(name) is not None if values is None else bool(values)
 
 
 _ATTRIBUTE_KINDS: "Final[tuple[tuple[str, DeviceKind], ...]]" = (

@@ -236,6 +236,32 @@ def test_every_door_finds_an_alias_by_its_standard_name(tree: Path) -> None:
     assert dm.has_attribute("numaNode")(dm.read_resource_claim("gpus", "gpu", root=tree))
 
 
+def test_every_door_counts_a_negative_node_as_none_and_numa_nodes_as_the_list(
+    tree: Path,
+) -> None:
+    """-1 is no node and numaNodes asks for the list: get, wait --attribute, has= and
+    has_attribute() answer alike (KEP-6072), and wait says why it does not hold."""
+    inv = dm.inventory(tree)
+    with_node = ["cpudevnuma001", "cpudevnuma000", "gpu-0", "gpu-1", "vf-3"]
+    for name in ("numaNode", "numaNodes", STD + "numaNode", STD + "numaNodes"):
+        assert sorted(d.name for d in inv.devices(has=name)) == sorted(with_node), name
+        odd = dm.read_resource_claim("odd", "dev", root=tree)
+        assert not dm.has_attribute(name)(odd)
+        assert dm.has_attribute(name)(dm.read_resource_claim("nic", "eth", root=tree))
+    assert inv.devices(claim="odd")[0].attribute("numaNode") == -1  # as written
+    args = ("--root", str(tree), "--claim", "odd", "--request", "dev")
+    got = cli("get", *args, "numaNodes")
+    assert (got.returncode, got.stdout) == (1, "")
+    waited = cli("wait", *args, "--attribute", "numaNodes", "--timeout", "300ms")
+    assert waited.returncode == 1
+    assert (
+        "without attribute numaNodes (device node-a/d0: resource.kubernetes.io/numaNode is "
+        "negative: no NUMA affinity, so no NUMA node is known (KEP-6072))"
+    ) in waited.stderr
+    nodes = ("--root", str(tree), "--claim", "nic", "--request", "eth")
+    assert cli("wait", *nodes, "--attribute", "numaNodes", "--timeout", "20s").returncode == 0
+
+
 def test_where_and_on_numa_node_select_the_same_devices(tree: Path) -> None:
     """where numaNode, its qualified name and topology.on_numa_node() agree on every node."""
     inv = dm.inventory(tree)

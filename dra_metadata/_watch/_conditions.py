@@ -16,13 +16,7 @@ from collections.abc import Callable
 from typing import Final
 
 from .._errors import DRAMetadataError
-from .._model import (
-    Device,
-    DeviceMetadata,
-    MergedDeviceMetadata,
-    NetworkDeviceData,
-    standard_values,
-)
+from .._model import DeviceMetadata, MergedDeviceMetadata, NetworkDeviceData, has_answer
 
 __all__ = [
     "Condition",
@@ -157,14 +151,10 @@ def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
     if not name:
         raise ValueError("the attribute name must not be empty")
 
-    def has(device: Device) -> bool:
-        values = standard_values(device, name)  # a standard name: the model's answer
-        return device.attribute(name) is not None if values is None else bool(values)
-
     def holds(md: DeviceMetadata) -> bool:
         found = False
         for _request, device in md.devices():
-            if not has(device):
+            if not has_answer(device, name):
                 return False
             found = True
         return found
@@ -173,7 +163,7 @@ def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
         if holds(md):
             return None
         for _request, device in md.devices():
-            if not has(device):
+            if not has_answer(device, name):
                 from .._nearby import absent_attribute  # only to say why
 
                 said = absent_attribute(device, name) or _network_hint(name)
