@@ -141,6 +141,7 @@ __all__ = [
     "pci_address_of",
     "pcie_roots_of",
     "qualified_entry",
+    "standard_asked",
     "standard_name",
     "standard_problem",
     "standard_values",
@@ -1019,6 +1020,14 @@ def standard_name(name: str) -> "str | None":
     return local if local in _ALIASES else None
 
 
+def standard_asked(name: str, standard: str) -> str:
+    """The attribute name a lookup of ``name`` asks for, ``standard`` being what
+    :func:`standard_name` made of it: the list question's attribute, in the domain
+    given (``resource.kubernetes.io/numaNodes`` asks ``resource.kubernetes.io/numaNode``)."""
+    domain = name.rpartition(DOMAIN_SEPARATOR)[0]
+    return f"{domain}{DOMAIN_SEPARATOR}{standard}" if domain else standard
+
+
 def standard_values(device: Device, name: str) -> "tuple[object, ...] | None":
     """The model's answer to standard attribute ``name`` as a set of values, for
     matching (every NUMA node, the PCI address in its standard form, every root);
@@ -1026,8 +1035,7 @@ def standard_values(device: Device, name: str) -> "tuple[object, ...] | None":
     standard = standard_name(name)
     if standard is None:
         return None
-    domain = name.rpartition(DOMAIN_SEPARATOR)[0]
-    asked = f"{domain}{DOMAIN_SEPARATOR}{standard}" if domain else standard
+    asked = standard_asked(name, standard)
     if standard == _NUMA_NODE:
         return numa_of(device, asked).nodes
     if standard == "pciBusID":
@@ -1037,11 +1045,11 @@ def standard_values(device: Device, name: str) -> "tuple[object, ...] | None":
 
 
 def has_answer(device: Device, name: str) -> bool:
-    """Whether ``device`` has attribute ``name`` as every door counts it (``get``,
-    ``inv.devices(has=)``, ``has_attribute()``): a standard attribute by the model's
-    answer (:func:`standard_values`: a negative ``numaNode`` is no node, a
-    ``pciBusID`` that is no PCI address is none, ``numaNodes`` asks for the list),
-    any other name by :meth:`Device.attribute`.
+    """Whether ``device`` has attribute ``name``: what ``inv.devices(has=)``,
+    ``has_attribute()`` and ``wait --attribute`` ask. A standard attribute counts by
+    the model's answer, the one ``get`` prints (:func:`standard_values`: a negative
+    ``numaNode`` is no node, a ``pciBusID`` that is no PCI address is none,
+    ``numaNodes`` asks for the list); any other name by :meth:`Device.attribute`.
 
     >>> from dra_metadata import Device, DeviceAttribute as A
     >>> cpu = Device("dra.cpu", "p", "c", {"numaNode": A(int=-1), "cpus": A(ints=(4, 5))})

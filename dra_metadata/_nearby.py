@@ -35,6 +35,7 @@ from ._model import (
     known_names,
     no_affinity,
     numa_of,
+    standard_asked,
     standard_name,
     standard_problem,
 )
@@ -311,8 +312,7 @@ def absent_attribute(device: Device, name: str, *, also: tuple[str, ...] = ()) -
     """
     standard = standard_name(name)
     if standard is not None:
-        domain = name.rpartition(DOMAIN_SEPARATOR)[0]
-        asked = f"{domain}{DOMAIN_SEPARATOR}{standard}" if domain else standard
+        asked = standard_asked(name, standard)
         if standard == "numaNode":
             unknown = numa_of(device, asked).unknown
             if unknown:

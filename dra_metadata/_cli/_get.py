@@ -103,12 +103,12 @@ def model_answer(device: Device, standard: str, name: str) -> tuple[AttributeVal
         no_affinity,
         numa_of,
         pci_address_of,
+        standard_asked,
         standard_problem,
     )
 
-    domain, _, local = name.rpartition("/")
-    asked = f"{domain}/{standard}" if domain else standard  # numaNodes asks numaNode
-    whole = local in LIST_QUESTIONS
+    asked = standard_asked(name, standard)  # numaNodes asks numaNode
+    whole = name.rpartition("/")[2] in LIST_QUESTIONS
     if standard == "pciBusID":
         found = pci_address_of(device, asked)
         if found is None:

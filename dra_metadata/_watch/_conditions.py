@@ -160,8 +160,7 @@ def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
         return found
 
     def why_not(md: DeviceMetadata) -> str | None:
-        if holds(md):
-            return None
+        found = False
         for _request, device in md.devices():
             if not has_answer(device, name):
                 from .._nearby import absent_attribute  # only to say why
@@ -169,7 +168,8 @@ def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
                 said = absent_attribute(device, name) or _network_hint(name)
                 where = f"device {device.pool}/{device.name}" + (f": {said}" if said else "")
                 return f"without attribute {name} ({where})"
-        return "without devices"
+            found = True
+        return None if found else "without devices"
 
     return Condition(f"attribute {name} on every device", holds, why_not)
 
