@@ -57,6 +57,7 @@ from ._errors import (
     SymlinkError,
     os_reason,
 )
+from ._fence import READER_WAIT, shared
 from ._model import (
     Device,
     DeviceMetadata,
@@ -392,18 +393,25 @@ def read_found(path: str, *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
         os.close(fd)
 
 
-def read_fd(fd: int, name: str, *, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+def read_fd(
+    fd: int, name: str, *, max_size: int = DEFAULT_MAX_SIZE, fence: float | None = READER_WAIT
+) -> bytes:
     """The content of the open metadata file ``fd``, at most ``max_size`` bytes.
 
     ``name`` is the path the messages name. The caller keeps ``fd`` and closes it.
     Anything but a regular file or a directory (a FIFO, a device, a socket) is
     refused: it has no content to decode, and reading it could block or never end.
-    ``max_size`` is checked as :func:`check_max_size` checks it.
+    ``max_size`` is checked as :func:`check_max_size` checks it. The read is made
+    behind the in-place writer's fence (:mod:`._fence`): a write under way is
+    waited for, at most ``fence`` seconds, then the file is read anyway; ``None``:
+    the caller took the fence itself (the watch, which never waits).
     """
     check_max_size(max_size)
     try:
         info = os.fstat(fd)
         _check_kind(info, name)
+        if fence is not None and stat.S_ISREG(info.st_mode):
+            shared(fd, wait=fence)
         if info.st_size > max_size:
             raise FileTooLargeError(
                 f"{name}: file has {info.st_size} bytes, over the limit of {max_size}", path=name

@@ -11,7 +11,8 @@ it started from:
   only while it is empty and ours;
 * every file is created, read, replaced (a temporary ``.<name>.<random>.tmp``,
   or ``.<name>.tmp`` for a caller that holds a lock over the name; fsync,
-  rename, fsync of the directory), rewritten in place, re-moded and
+  rename, fsync of the directory), rewritten in place (behind the fence of
+  :mod:`._fence`, so that a reader never sees half of it), re-moded and
   removed relative to its directory's descriptor; a link, a file of another
   kind, a FIFO or a file with a second hard link where a file belongs is
   refused, never written, read or removed through;
@@ -36,6 +37,7 @@ import stat
 from typing import Final
 
 from ._errors import PublishError, os_reason
+from ._fence import exclusive, release
 from ._read import DEFAULT_MAX_SIZE
 
 __all__ = [
@@ -280,14 +282,24 @@ class SafeDir:
 
         Room for ``data`` is reserved first where the file system can (``fallocate``
         keeping the size): a full disk fails the write before the old content is
-        truncated.
+        truncated. From the truncate to the last byte the writer's fence is held
+        (:func:`~._fence.exclusive`, waited for at most
+        :data:`~._fence.WRITER_WAIT`): readers that take the fence, as every
+        reader of this package does, never see the file half written.
         """
         fd = self.open_file(name, os.O_WRONLY | os.O_CREAT)
         try:
-            _reserve(fd, len(data))
-            os.ftruncate(fd, 0)
-            os.fchmod(fd, _FILE_MODE)
-            _write_all(fd, data)
+            # The fence (_fence): no reader that takes its read lock sees the file between
+            # the truncate and the last byte. Let go before the fsync and the close.
+            fenced = exclusive(fd)
+            try:
+                _reserve(fd, len(data))
+                os.ftruncate(fd, 0)
+                os.fchmod(fd, _FILE_MODE)
+                _write_all(fd, data)
+            finally:
+                if fenced:
+                    release(fd)
             os.fsync(fd)
         except OSError as err:
             raise self.failure(err, name) from err
@@ -460,10 +472,11 @@ def replace_file(path: str | os.PathLike[str], data: bytes) -> None:
 def rewrite_in_place(path: str | os.PathLike[str], data: bytes) -> None:
     """Truncate ``path`` (created if missing, mode 0644) and write ``data`` into the same inode.
 
-    What Go's ``os.WriteFile`` does: a bind mount of the file shows the new
-    content at once, and a reader racing the write can see it empty or half
-    written. A link, a file of another kind, or one with more than one link is
-    refused (:class:`PublishError`), never written through.
+    What Go's ``os.WriteFile`` does, behind the fence (:mod:`._fence`): a bind
+    mount of the file shows the new content at once, and a reader that takes
+    the fence (every reader of this package) never sees it empty or half
+    written; one that does not can. A link, a file of another kind, or one
+    with more than one link is refused (:class:`PublishError`), never written through.
     """
     directory, name = _parent_dir(path, "write file")
     with directory:

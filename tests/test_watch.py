@@ -20,13 +20,7 @@ import pytest
 
 import dra_metadata as dm
 from dra_metadata._watch import FileState
-from dra_metadata._watch._backends.base import (
-    BURST_GAP,
-    CLOSE_WAIT,
-    CONFIRM_QUIET,
-    FIRST_QUIET,
-    Writes,
-)
+from dra_metadata._watch._backends.base import QUIET, Handles
 from dra_metadata._watch._session import Tracked, signature
 from dra_metadata.testing import MetadataTree, MountedMetadataTree, MountUnavailableError
 from tests.conftest import REPO, SAMPLE_ROOT, nic_tree
@@ -181,132 +175,116 @@ def test_removal_is_news_only_for_files_the_user_heard_of() -> None:
     assert kinds(torn.absent(now=1.0)) == ["removed"]
 
 
-# --- the handle count, without I/O ---------------------------------------------------------
+# --- the rule for writers that take no fence, without I/O ---------------------------------
 
 
-def write_alone(writes: Writes, at: float) -> bool:
-    """One writer opens, writes, closes at ``at`` (a few ms); whether the bytes changed."""
-    writes.opened(now=at)
-    writes.modified(now=at + 0.001)
-    return writes.closed(wrote=True, now=at + 0.002)
+def write_alone(handles: Handles, at: float) -> bool:
+    """One writer opens, writes, closes at ``at`` (a few ms); whether its close is worth a look."""
+    handles.opened(now=at)
+    handles.modified(now=at + 0.001)
+    return handles.closed(wrote=True, now=at + 0.002)
 
 
-def test_a_writer_that_closed_alone_is_final_once_it_has_done_so_before() -> None:
-    """The first writer's bytes must stand still FIRST_QUIET; after one clean spell, the close."""
-    assert Writes().quiet is None  # nothing heard: the stable read
-    writes = Writes()
-    assert write_alone(writes, 1.0)
-    assert (writes.quiet, writes.handles()) == (FIRST_QUIET, 0)
-    assert write_alone(writes, 2.0)
-    assert writes.quiet == 0.0
-    assert Writes(whole=True).quiet == 0.0  # a file renamed into place: written whole
+def read(handles: Handles) -> None:
+    """The watch read the file (nothing raced the read)."""
+    assert handles.read(handles.writes)
 
 
-def test_two_handles_opened_back_to_back_are_caught_when_the_second_writes() -> None:
-    """Heard as one open: the second handle's write with none counted makes every close wait."""
-    writes = Writes()
-    write_alone(writes, 1.0)
-    # Two handles, one IN_OPEN; the first writes a part and closes; the second stalls.
-    writes.opened(now=2.0)
-    writes.modified(now=2.001)
-    writes.closed(wrote=True, now=2.002)
-    assert writes.quiet == 0.0  # nothing tells this close from a final one yet
-    writes.modified(now=2.012)  # the rest, through a handle not counted
-    assert (writes.quiet, writes.handles()) == (CONFIRM_QUIET, 1)
-    writes.closed(wrote=True, now=2.013)
-    for at in (2.02, 2.03, 2.04):  # clean spells do not earn the count back
-        write_alone(writes, at)
-        assert writes.quiet == CONFIRM_QUIET
-    write_alone(writes, 2.05 + CONFIRM_QUIET)  # silent that long: a first writer again
-    assert writes.quiet == FIRST_QUIET
+def test_a_writer_alone_is_read_on_its_close_the_first_one_too() -> None:
+    """Rule 2: the close that ends a spell with one writer; no first-writer wait."""
+    handles = Handles()
+    assert handles.ready(0.0)  # nothing written: any look may read
+    handles.opened(now=1.0)
+    handles.modified(now=1.001)
+    assert not handles.ready(1.001)  # not closed yet
+    assert handles.closed(wrote=True, now=1.002)
+    assert handles.ready(1.002)
+    read(handles)
+    assert write_alone(handles, 2.0)
 
 
-def test_a_write_while_more_than_one_handle_is_open_makes_every_close_wait() -> None:
-    """More than one handle open at a write: whose write? Every close waits CONFIRM_QUIET."""
-    writes = Writes()
-    write_alone(writes, 1.0)
-    writes.opened(now=2.0)
-    writes.opened(now=2.001)
-    writes.modified(now=2.002)
-    writes.closed(wrote=True, now=2.003)
-    writes.closed(wrote=False, now=2.004)
-    assert writes.quiet == CONFIRM_QUIET
-    write_alone(writes, 2.01)
-    assert writes.quiet == CONFIRM_QUIET
+def test_a_reader_or_another_watch_never_holds_a_writer_back_for_long() -> None:
+    """A read that ends after the writer's close: read at that close; one held: QUIET at most."""
+    handles = Handles()
+    handles.opened(now=1.0)  # the writer
+    handles.modified(now=1.001)
+    handles.opened(now=1.002)  # another watch's read
+    assert not handles.closed(wrote=True, now=1.003)  # the writer's close: one still open
+    assert handles.closed(wrote=False, now=1.004)  # the read is over: the spell too
+    read(handles)
+    handles.opened(now=2.0)  # a reader that holds the file
+    assert not write_alone(handles, 2.1)
+    assert handles.due(2.2) == 2.0 + QUIET  # forgotten then, which ends the spell
+    assert not handles.announce(2.9)
+    assert handles.announce(3.0)
+    read(handles)
+    assert write_alone(handles, 3.1)  # the held reader is forgotten: at the close again
 
 
-def test_a_close_with_no_write_since_the_last_changes_nothing() -> None:
-    """A read-write handle opened and closed without writing: no change to read."""
-    writes = Writes()
-    assert write_alone(writes, 1.0)
-    closes = writes.closes
-    writes.opened(now=2.0)
-    assert not writes.closed(wrote=True, now=2.001)
-    assert writes.closes == closes
-    writes.opened(now=3.0)
-    assert not writes.closed(wrote=False, now=3.001)  # a reader
+def test_two_writers_in_one_spell_are_read_once_quiet() -> None:
+    """Rule 3: writes that may have interleaved are read when none has come for QUIET."""
+    handles = Handles()
+    handles.opened(now=1.0)
+    handles.opened(now=1.001)
+    handles.modified(now=1.002)
+    handles.modified(now=1.003)
+    assert not handles.closed(wrote=True, now=1.004)
+    assert not handles.closed(wrote=True, now=1.005)
+    assert not handles.ready(1.005 + QUIET / 2)
+    assert handles.due(1.1) == 1.003 + QUIET
+    assert handles.announce(1.003 + QUIET)
+    read(handles)
+    assert write_alone(handles, 3.0)  # the next spell, one writer: its close again
 
 
-def test_the_watchs_own_read_does_not_count_and_excuses_one_merged_open() -> None:
-    """A writer's open merged into the watch's read's: the next spell waits FIRST_QUIET only."""
-    writes = Writes()
-    write_alone(writes, 1.0)
-    write_alone(writes, 2.0)
-    writes.own, writes.excuse = 1, 0.0  # the session reads the file, on the close
-    writes.opened(now=3.0)  # its open, and a writer's merged into it
-    writes.closed(wrote=False, now=3.001)  # the read is over
-    writes.modified(now=3.002)  # the writer shows itself
-    assert writes.handles() == 1
-    writes.closed(wrote=True, now=3.003)
-    assert writes.quiet == 0.0  # this spell's close stays final
-    write_alone(writes, 4.0)
-    assert writes.quiet == FIRST_QUIET  # the next waits a little
-    write_alone(writes, 5.0)
-    assert writes.quiet == 0.0
-    writes.own, writes.excuse = 1, 0.0
-    writes.opened(now=6.0)
-    writes.closed(wrote=False, now=6.001)
-    writes.opened(now=6.002)  # an open heard after the read: nothing left to excuse
-    writes.closed(wrote=True, now=6.003)
-    writes.modified(now=6.004)
-    assert writes.quiet == CONFIRM_QUIET
+def test_a_write_nobody_opened_for_casts_doubt_for_quiet_only() -> None:
+    """Rule 4: a truncate by path, two opens heard as one: QUIET after it, then at the close."""
+    handles = Handles()
+    handles.modified(now=1.0)  # os.truncate(path): no open
+    assert not handles.closed(wrote=True, now=1.1)  # a writer's close within QUIET: doubt
+    assert handles.ready(1.0 + QUIET)
+    read(handles)
+    assert write_alone(handles, 1.0 + QUIET + 0.1)  # nothing outlives the window
+    read(handles)
+    # Two handles heard as one open (merged): the first close looks final, the second
+    # handle's write shows the doubt, and every close waits until QUIET has passed.
+    handles.opened(now=5.0)
+    handles.modified(now=5.001)
+    assert handles.closed(wrote=True, now=5.002)  # nothing tells it from a final close
+    read(handles)
+    handles.modified(now=5.02)  # the rest, through the handle not counted
+    assert not handles.closed(wrote=True, now=5.021)
+    assert not write_alone(handles, 5.2)
+    assert handles.ready(5.202 + QUIET)
 
 
-def test_a_handle_silent_for_close_wait_is_idle_and_its_close_is_not_a_surprise() -> None:
-    """An idle handle stops counting; while it is open, every close may be its: bytes wait."""
-    writes = Writes()
-    writes.opened(now=0.0)  # held elsewhere, never written through
-    write_alone(writes, 0.5)  # more than one handle open at the write
-    assert writes.quiet == CONFIRM_QUIET
-    later = 0.5 + max(CONFIRM_QUIET, CLOSE_WAIT) + 0.1
-    write_alone(writes, later)  # silent that long: the held one is idle, and forgotten
-    assert (writes.quiet, writes.handles()) == (FIRST_QUIET, 0)
-    write_alone(writes, later + 0.1)
-    assert writes.quiet == FIRST_QUIET  # the writer's close, or the idle one's?
-    writes.closed(wrote=True, now=later + 0.2)  # the idle one closes: expected, no alarm
-    write_alone(writes, later + 0.3)
-    assert writes.quiet == 0.0
+def test_a_close_with_no_write_is_worth_a_look_and_a_readers_close_is_not() -> None:
+    """A read-write handle closed with no write: a look (a mapped write?); a reader's: none."""
+    handles = Handles()
+    handles.opened(now=1.0)
+    assert handles.closed(wrote=True, now=1.001)
+    handles.opened(now=2.0)
+    assert not handles.closed(wrote=False, now=2.001)
 
 
-def test_lost_events_make_every_close_wait() -> None:
-    """An overflow of the queue: nothing counted is known; the bytes must stand still."""
-    writes = Writes()
-    write_alone(writes, 1.0)
-    write_alone(writes, 2.0)
-    writes.opened(now=3.0)
-    writes.lost(now=3.5)
-    assert (writes.quiet, writes.handles(), writes.last_write) == (CONFIRM_QUIET, 0, 3.5)
+def test_a_read_raced_by_a_write_is_not_final() -> None:
+    """A write heard while the watch read: that read decides nothing."""
+    handles = Handles()
+    write_alone(handles, 1.0)
+    mark = handles.writes
+    handles.opened(now=1.01)
+    handles.modified(now=1.011)
+    assert not handles.read(mark)
+    assert handles.written_at == 1.011
 
 
-def test_a_spell_right_after_another_is_part_of_a_burst() -> None:
-    """A writer opening again within BURST_GAP of the last close is bursting."""
-    writes = Writes()
-    write_alone(writes, 1.0)
-    assert not writes.bursting
-    write_alone(writes, 1.002 + BURST_GAP / 2)
-    assert writes.bursting
-    write_alone(writes, 2.0)
-    assert not writes.bursting
+def test_lost_events_make_the_bytes_wait_quiet() -> None:
+    """An overflow of the queue: nothing counted is known; read once QUIET has passed."""
+    handles = Handles()
+    handles.opened(now=3.0)
+    handles.lost(now=3.5)
+    assert not handles.closed(wrote=True, now=3.6)
+    assert handles.due(3.6) == 3.5 + QUIET
 
 
 # --- conditions ------------------------------------------------------------------------------

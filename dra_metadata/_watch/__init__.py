@@ -23,29 +23,26 @@ re-read of everything (``rescan_interval``, 2 s by default) catches whatever
 the kernel did not report. A read that does not decode is retried with a
 short, bounded backoff; only whole objects are delivered, and a file that
 stays undecodable for ``error_timeout`` seconds becomes an ``error`` event.
-On inotify a changed file is read when its writer closes it (``IN_CLOSE_WRITE``)
-and delivered after that one read, when every handle open on the file was
-counted (every open is heard, but the kernel merges two identical events queued
-back to back, so two opens can be heard as one): a file's writers earn that
-(:class:`~._backends.base.Writes`); the first one, and any after a sign of a
-handle the count missed, is delivered once its bytes have stood still
-(:data:`~._backends.base.FIRST_QUIET`, :data:`~._backends.base.CONFIRM_QUIET`).
-A change without a close within :data:`~._backends.base.CLOSE_WAIT` (1 s), and
-every change on the other backends, is delivered only after a stable read (a
-second read, 2 ms later, with the same bytes and stat). So a writer that
-overwrites the file in place without truncating is not seen as a mixture of two
-generations, however many handles it writes through.
+Every read takes the in-place writer's fence (:mod:`dra_metadata._fence`): a
+writer that holds it (``MetadataPublisher``, the testing kit, any writer that
+follows docs/writing.md) is never read mid-write, however long it pauses. For
+writers that do not, inotify's :class:`~._backends.base.Handles` apply one rule
+with one window (:data:`~._backends.base.QUIET`, 1 s): bytes written are read on
+the close that ends a spell of one writer, else once no write has been heard for
+1 s; on the other backends a change is delivered after a stable read (a second
+read, 2 ms later, with the same bytes and stat). An object of the same
+generation whose content differs from the one delivered (read mid-write by a
+writer nothing could fence) is delivered again.
 A request directory that cannot be read is retried the same way. Nothing
 below the root is followed if it is a symbolic link (the scanner's policy). For
-one claim UID a generation is delivered at most once and never goes backwards;
-a new UID (the claim was prepared again) is a new object. A file whose
+one claim UID generations never go backwards; a new UID (the claim was prepared again) is a new object. A file whose
 ``st_nlink`` is 0 gets one ``stale`` event: later updates cannot reach this
 container.
 
 On Linux the watcher uses inotify directly (:mod:`._backends.inotify`): it
 sleeps until the kernel has something to say (or the safety net is due), and
-delivers an update at 1.15-1.45x the latency of a bare inotify loop reading on
-the same close (0.3-0.8 ms on a busy 2-core machine).
+delivers an update on its writer's close at about the latency of a bare inotify
+loop reading on the same close (``benchmarks/bench_watch.py``).
 Elsewhere it uses watchfiles (:mod:`._backends.watchfiles`), whose loop wakes
 every 50 ms; where neither can start (the user's inotify instances used up,
 ``fs.inotify.max_user_instances``), it polls with ``lstat`` every 20 ms
@@ -62,8 +59,10 @@ The modules, each importing only those above it:
 * :mod:`._backends`: the :class:`~._backends.Notifier` protocol and what the
   backends share (``base``), one module per backend, and the choice of backend
   (the package itself: the one place that imports a backend, when a watch opens it);
-* :mod:`._session`: the checked plan, the session that looks at the files,
-  the run and its two drivers;
+* :mod:`._plan`: the caller's selection and options, checked;
+* :mod:`._dirs`: the way to the request directory, opened as the scanner opens it;
+* :mod:`._session`: the session that looks at and reads the files;
+* :mod:`._run`: a watch from start to end, and its two drivers;
 * :mod:`._api`: the public functions and :class:`MetadataWatcher`.
 """
 
@@ -73,7 +72,7 @@ from ._api import MetadataWatcher, await_for, awatch, wait_for, watch
 from ._backends import Backend
 from ._conditions import WaitTimeoutError, has_attribute, has_generation, has_network_data
 from ._events import WatchEvent, WatchEventKind
-from ._session import DEFAULT_RESCAN_INTERVAL, StopEvent
+from ._plan import DEFAULT_RESCAN_INTERVAL, StopEvent
 from ._state import DEFAULT_ERROR_TIMEOUT, Change, FileState
 
 __all__ = [

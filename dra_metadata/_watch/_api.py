@@ -21,16 +21,8 @@ from .._read import DEFAULT_MAX_SIZE
 from ._backends import Backend
 from ._conditions import WaitTimeoutError, condition_of
 from ._events import WatchEvent, WatchEventKind
-from ._session import (
-    DEFAULT_RESCAN_INTERVAL,
-    Run,
-    StopEvent,
-    Target,
-    aiterate,
-    iterate,
-    logger,
-    plan,
-)
+from ._plan import DEFAULT_RESCAN_INTERVAL, StopEvent, Target, logger, plan
+from ._run import Run, aiterate, iterate
 from ._state import DEFAULT_ERROR_TIMEOUT
 
 if TYPE_CHECKING:
@@ -102,7 +94,7 @@ def watch(
     watch_plan = plan(
         claim, pod_claim, request, driver, root, rescan_interval, error_timeout, max_size, backend
     )
-    return iterate(watch_plan.run(stop_event=stop_event, timeout=timeout))
+    return iterate(Run(watch_plan, stop_event=stop_event, timeout=timeout))
 
 
 def awatch(
@@ -137,7 +129,7 @@ def awatch(
     watch_plan = plan(
         claim, pod_claim, request, driver, root, rescan_interval, error_timeout, max_size, backend
     )
-    return aiterate(watch_plan.run(stop_event=stop_event, timeout=timeout))
+    return aiterate(Run(watch_plan, stop_event=stop_event, timeout=timeout))
 
 
 def unmounted(target: Target) -> NotMountedError | None:
@@ -290,7 +282,7 @@ def wait_for(
     watch_plan = plan(
         claim, pod_claim, request, driver, root, rescan_interval, error_timeout, max_size, backend
     )
-    waiter = _Waiter(watch_plan.run(stop_event=None, timeout=timeout), until)
+    waiter = _Waiter(Run(watch_plan, stop_event=None, timeout=timeout), until)
     events = iterate(waiter.run)
     try:
         for event in events:
@@ -326,7 +318,7 @@ async def await_for(
     watch_plan = plan(
         claim, pod_claim, request, driver, root, rescan_interval, error_timeout, max_size, backend
     )
-    waiter = _Waiter(watch_plan.run(stop_event=None, timeout=timeout), until)
+    waiter = _Waiter(Run(watch_plan, stop_event=None, timeout=timeout), until)
     events = aiterate(waiter.run)
     try:
         async for event in events:
@@ -412,7 +404,7 @@ class MetadataWatcher:
 
     def run(self) -> None:
         """Watch in the calling thread until :meth:`stop` is called."""
-        for event in iterate(self._plan.run(stop_event=self._stop, timeout=None)):
+        for event in iterate(Run(self._plan, stop_event=self._stop, timeout=None)):
             self._dispatch(event)
 
     def _dispatch(self, event: WatchEvent) -> None:

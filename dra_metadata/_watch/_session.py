@@ -1,14 +1,11 @@
-"""The I/O side of a watch: what is followed, how it is looked at, and the two drivers.
+"""A watch's looks at the files: what it follows in one request directory, and how it reads.
 
-A :class:`Plan` is the caller's selection and options, checked; every public
-function builds one with :func:`plan`, and :meth:`Plan.run` makes the
-:class:`Run` that :func:`iterate` (blocking) or :func:`aiterate` (asyncio)
-drives. A run opens a notifier (:mod:`._backends`), keeps the deadline and
-the stop event, and hands each batch of notifications to its
-:class:`Session`, which stats and reads the files, keeps the directory
-watches in place, runs the safety-net rescan and turns the
+A :class:`Session` keeps the directory watches in place, stats and reads the
+files when the notifier names them (and only when their bytes may be read:
+the writer's fence, :mod:`..._fence`, and inotify's
+:class:`~._backends.base.Handles`), runs the safety-net rescan, and turns the
 :class:`~._state.FileState` decisions into :class:`~._events.WatchEvent`
-objects with the merged view.
+objects with the merged view. The run (:mod:`._run`) drives it.
 """
 
 from __future__ import annotations
@@ -17,237 +14,59 @@ import errno
 import os
 import stat
 import time
-from collections.abc import AsyncGenerator, Generator
-from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
+from typing import Final
 
-import msgspec
-
-from .._errors import DecodeError, DRAMetadataError, InvalidNameError, SymlinkError, os_reason
+from .._errors import DecodeError, DRAMetadataError, os_reason
+from .._fence import shared
 from .._model import DeviceMetadata, MergedDeviceMetadata
-from .._paths import (
-    METADATA_FILE_SUFFIX,
-    RESOURCE_CLAIM_TEMPLATES_SUBDIR,
-    RESOURCE_CLAIMS_SUBDIR,
-    ClaimKind,
-    RootArg,
-    driver_of,
-    metadata_file_name,
-    request_dir,
-    root_path,
-)
+from .._paths import METADATA_FILE_SUFFIX, driver_of
 from .._read import decode, merge, read_fd
-from .._select import Place, Question, ask, narrow, resolve
-from ._backends import (
-    Backend,
-    BackendError,
-    Notifier,
-    check_backend,
-    open_notifier,
-    polling_fallback,
-)
-from ._backends.base import BURST_GAP, CLOSE_WAIT, FIRST_QUIET
+from .._select import narrow
+from ._backends import Notifier
 from ._conditions import Condition
+from ._dirs import Listing, deepest_dir, is_link, link_error
 from ._events import WatchEvent
+from ._plan import Options, Target, logger
 from ._state import Change, FileState
 
-if TYPE_CHECKING:
-    import logging
-
 __all__ = [
-    "DEFAULT_RESCAN_INTERVAL",
+    "FENCE_PATIENCE",
+    "FRESH_DELAY",
     "STABLE_READ_DELAY",
-    "Options",
-    "Plan",
-    "Run",
     "Session",
-    "StopEvent",
-    "Target",
     "Tracked",
-    "aiterate",
-    "iterate",
-    "logger",
-    "plan",
     "signature",
 ]
-
-#: Seconds between the safety-net re-reads of every file (events come much sooner).
-DEFAULT_RESCAN_INTERVAL: Final = 2.0
 
 # The safety net skips reading a file whose stat is unchanged and whose last change
 # was at least this many seconds before the last read (timestamps are coarse).
 _SETTLED: Final = 2.0
-# A stop event is looked at least this often (seconds).
-_STOP_POLL: Final = 0.05
 
-#: The stable-read rule, for changes whose writer's close is not heard (the polling and
-#: watchfiles backends; with inotify, a writer that keeps the file open longer than
-#: :data:`~._backends.base.CLOSE_WAIT`, or before the first close is heard): content
-#: that changed is delivered only when a second read, begun at least this many seconds
-#: after the first, returns the same bytes (and stat the same size, times and inode).
-#: ``None``: one read is enough, closes are not waited for either (every rule off; what
-#: ``benchmarks/bench_watch.py`` measures the rules' cost against).
+#: The stable-read rule, for the backends that hear no writer's close (watchfiles,
+#: polling): content that changed is delivered only when a second read, begun at least
+#: this many seconds after the first, returns the same bytes (and stat the same size,
+#: times and inode). ``None``: one read is enough, and inotify's
+#: :class:`~._backends.base.Handles` are not asked either (every rule off but the fence;
+#: what ``benchmarks/bench_watch.py`` measures the rules' cost against).
 STABLE_READ_DELAY: float | None = 0.002
-# A handle is open on a file that changed, with no write heard through it yet (a writer
-# about to write, or a reader): the file is looked at again after this many seconds.
-_OPEN_RETRY: Final = 0.005
+#: The stable read's delay for a file's first read, when it changed less than this
+#: before: its writer may have opened it before the watch could hear it, and be in the
+#: middle of an object (one paused for less than this is not read mid-object).
+FRESH_DELAY: Final = 0.05
 # File times come from a coarse clock (a tick, up to 10 ms): an age read from them is
 # counted this much short.
 _COARSE: Final = 0.01
-# When the deadline passes while reads are settling, they get this long to settle.
-_SETTLE_GRACE: Final = 0.05
+#: Seconds a watch honours a writer's fence (:mod:`..._fence`) before it reads anyway. Only
+#: a process that can write the file can hold it; one that holds it this long has stopped.
+FENCE_PATIENCE: Final = 10.0
+# While a writer holds the fence, the file is looked at again after a pause that grows
+# from the first to the second (its close is heard at once; a writer that lets go of the
+# fence and keeps the file open is not).
+_FENCE_POLL_MIN: Final = 0.001
+_FENCE_POLL_MAX: Final = 0.05
 
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
-# Below the root every level is opened without following a link, as _select.scan opens them.
-_ROOT_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC
-_DIR_FLAGS: Final = _ROOT_FLAGS | os.O_NOFOLLOW
 _FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC
-
-
-def logger() -> logging.Logger:
-    """The ``dra_metadata`` logger (:mod:`..._log`), imported when there is something to say."""
-    from .._log import logger as package_logger
-
-    return package_logger()
-
-
-@runtime_checkable
-class StopEvent(Protocol):
-    """Anything with ``is_set()``: a ``threading.Event``, an ``asyncio.Event`` ..."""
-
-    def is_set(self) -> bool:
-        """Whether the watch should end."""
-
-
-# --- what is watched ---------------------------------------------------------------------
-
-
-class Target(msgspec.Struct, frozen=True):
-    """The request directory a watch follows, and the one driver's file if one is asked for."""
-
-    directory: str  # the request directory, as built from the caller's root
-    absolute: str  # the same, absolute (the ancestor walk needs it)
-    driver: str | None
-    file_name: str | None  # <driver>-metadata.json when one driver is watched
-    root: str  # the caller's root (it may be a link; nothing below it may)
-    parts: tuple[str, str, str]  # the kind directory, the claim and the request below it
-    question: Question  # what was asked, for the one resolver (a subrequest is checked)
-    subrequest: bool  # question.subrequest: else every request of a file answers
-
-    def answers(self, md: DeviceMetadata) -> tuple[str, ...]:
-        """The request names of ``md`` that answer; the readers' not-found when none does.
-
-        A file holding another subrequest than the one asked (``gpu/high-memory``
-        for ``gpu/low-memory``) can never come to hold it: the allocation is made
-        once, so the watch ends there with the error every door gives.
-        """
-        names = tuple([request.name for request in md.requests])
-        if not self.subrequest:
-            return names
-        subdir, claim, base = self.parts
-        kind: ClaimKind = "claim" if subdir == RESOURCE_CLAIMS_SUBDIR else "template"
-        ((_, kept),) = resolve(
-            self.question, self.root, [Place(kind, claim, base, self.directory, names)]
-        )
-        return kept
-
-
-class Options(msgspec.Struct, frozen=True):
-    """How a watch looks: the safety net's period, the error deadline, the size cap, the backend."""
-
-    rescan_interval: float
-    error_timeout: float
-    max_size: int
-    backend: Backend
-
-
-class Plan(msgspec.Struct, frozen=True):
-    """What one watch follows and how, checked when the caller called."""
-
-    target: Target
-    options: Options
-
-    def run(self, *, stop_event: StopEvent | None, timeout: float | None) -> Run:
-        """A run of this plan (not started): until ``stop_event`` is set or ``timeout``."""
-        return Run(self, stop_event=stop_event, timeout=timeout)
-
-
-def plan(
-    claim: str | None,
-    pod_claim: str | None,
-    request: str,
-    driver: str | None,
-    root: RootArg,
-    rescan_interval: float,
-    error_timeout: float,
-    max_size: int,
-    backend: str,
-) -> Plan:
-    """The :class:`Plan` for the public functions' arguments, in their signatures' order.
-
-    Checks the selection first (names, exactly one of ``claim`` and
-    ``pod_claim``), then the options: every public function fails when it is
-    called, not when it is iterated.
-    """
-    if (claim is None) == (pod_claim is None):
-        raise TypeError("give exactly one of claim= and pod_claim=")
-    top = check_root(root)
-    subdir = RESOURCE_CLAIMS_SUBDIR if claim is not None else RESOURCE_CLAIM_TEMPLATES_SUBDIR
-    directory = request_dir(subdir, claim if claim is not None else pod_claim, request, root=top)
-    file_name = None if driver is None else metadata_file_name(driver)
-    claim_dir, base = os.path.split(directory)
-    parts = (subdir, os.path.basename(claim_dir), base)
-    question = ask(
-        kind="claim" if claim is not None else "template",
-        claim=claim if claim is not None else pod_claim,
-        request=request,
-        driver=driver,
-    )
-    target = Target(
-        directory,
-        os.path.abspath(directory),
-        driver,
-        file_name,
-        top,
-        parts,
-        question,
-        question.subrequest,
-    )
-    if isinstance(max_size, bool) or not isinstance(max_size, int):
-        raise TypeError(f"max_size must be an int, not {type(max_size).__name__}")
-    if not rescan_interval > 0:
-        raise ValueError(f"rescan_interval must be positive, got {rescan_interval!r}")
-    if not error_timeout >= 0:
-        raise ValueError(f"error_timeout must not be negative, got {error_timeout!r}")
-    options = Options(
-        float(rescan_interval), float(error_timeout), max_size, check_backend(backend)
-    )
-    return Plan(target, options)
-
-
-def check_root(root: RootArg) -> str:
-    """``root`` as the path to watch under; checked as the readers check it.
-
-    A bytes root is a :class:`TypeError`, a NUL in it an
-    :class:`~dra_metadata.InvalidNameError`, both when the function is called.
-    """
-    top = root_path(root)
-    if "\x00" in top:
-        raise InvalidNameError(f"metadata root {top!r}: embedded null byte", path=top)
-    return top
-
-
-def _link_error(path: str) -> SymlinkError:
-    """The scanner's words for a link below the root."""
-    return SymlinkError(
-        f"{path}: is a symbolic link; links below the metadata root are not followed", path=path
-    )
-
-
-def _is_link(name: str, dir_fd: int) -> bool:
-    try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
 
 
 # --- the session: looks at files and directories, shared by both drivers ----------------
@@ -261,6 +80,7 @@ class Tracked:
         "candidate_at",
         "candidate_signature",
         "driver",
+        "fenced_since",
         "identity",
         "name",
         "raw",
@@ -287,6 +107,8 @@ class Tracked:
         self.candidate_signature: tuple[int, ...] | None = None
         self.candidate_at = 0.0
         self.settle_at: float | None = None
+        # When the look first found a writer's fence held (monotonic), while it is.
+        self.fenced_since: float | None = None
 
     def unchanged(self, info: os.stat_result) -> bool:
         """Whether ``info`` proves the file still holds the bytes last read.
@@ -303,9 +125,8 @@ class Tracked:
     def look_at(self, at: float) -> list[Change]:
         """Nothing to deliver yet: look at the file again at ``at`` (monotonic), or sooner.
 
-        A write not closed yet brings a look with its close (``IN_CLOSE_WRITE``),
-        and bytes waiting to stand still are looked at when they have; the timer
-        is the bound either way.
+        A writer's fence held, or bytes waiting to stand still (the stable read):
+        the timer is the bound, an event may bring the look sooner.
         """
         self.candidate = None
         self.settle_at = at
@@ -349,103 +170,6 @@ def signature(info: os.stat_result) -> tuple[int, ...]:
     )
 
 
-def _deepest_dir(target: Target) -> tuple[str, tuple[int, int] | None]:
-    """The deepest directory on the way to the request directory, and its identity.
-
-    Up to the root, links are followed (the root may be one) and a missing part
-    means its parent; below the root each level must be a real directory
-    (``lstat``): the walk stops at a link, which reads then report.
-    """
-    current = os.path.abspath(target.root)
-    while True:
-        try:
-            info = os.stat(current)
-        except OSError:
-            pass
-        else:
-            if stat.S_ISDIR(info.st_mode):
-                break
-        parent = os.path.dirname(current)
-        if parent == current:
-            return current, None
-        current = parent
-    if current != os.path.abspath(target.root):
-        return current, (info.st_dev, info.st_ino)
-    for part in target.parts:
-        below = os.path.join(current, part)
-        try:
-            part_info = os.lstat(below)
-        except OSError:
-            break
-        if not stat.S_ISDIR(part_info.st_mode):
-            break
-        current, info = below, part_info
-    return current, (info.st_dev, info.st_ino)
-
-
-class _Listing:
-    """The request directory opened for one round, as the scanner opens it.
-
-    ``fd`` is its descriptor (``None`` when it is not there); ``error`` says why
-    it could not be opened when it is there (a link below the root, a permission
-    refused), which the session retries like a file that does not decode.
-    """
-
-    def __init__(self, target: Target) -> None:
-        self.fd: int | None = None
-        self.error: DRAMetadataError | None = None
-        try:
-            fd = os.open(target.root, _ROOT_FLAGS)
-        except OSError as err:
-            if err.errno not in (errno.ENOENT, errno.ENOTDIR):
-                self.error = DRAMetadataError(
-                    f"metadata root {target.root}: {os_reason(err)}", path=target.root
-                )
-            return
-        path = target.root
-        for part in target.parts:
-            path = os.path.join(path, part)
-            try:
-                below = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except OSError as err:
-                if err.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link(part, fd):
-                    self.error = _link_error(path)
-                elif err.errno not in (errno.ENOENT, errno.ENOTDIR):
-                    self.error = DRAMetadataError(
-                        f"open directory {path}: {os_reason(err)}", path=path
-                    )
-                os.close(fd)
-                return
-            os.close(fd)
-            fd = below
-        self.fd = fd
-
-    def names(self, target: Target) -> list[str]:
-        """The metadata file names in the directory (or just the one driver's, if there)."""
-        assert self.fd is not None
-        if target.file_name is not None:
-            try:
-                os.stat(target.file_name, dir_fd=self.fd, follow_symlinks=False)
-            except FileNotFoundError:
-                return []
-            except OSError as err:
-                path = os.path.join(target.directory, target.file_name)
-                raise DRAMetadataError(f"{path}: {os_reason(err)}", path=path) from None
-            return [target.file_name]
-        try:
-            with os.scandir(self.fd) as listing:
-                return [e.name for e in listing if e.name.endswith(METADATA_FILE_SUFFIX)]
-        except OSError as err:
-            raise DRAMetadataError(
-                f"list directory {target.directory}: {os_reason(err)}", path=target.directory
-            ) from None
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
 class Session:
     """One request directory watched: the files, the directory watch, the timers.
 
@@ -470,7 +194,7 @@ class Session:
         self._warned: set[str] = set()
         self._dir_changes: list[Change] = []
         # The request directory as the last walk opened it, kept between rounds.
-        self._opened: _Listing | None = None
+        self._opened: Listing | None = None
 
     # The directory side.
 
@@ -478,7 +202,7 @@ class Session:
         """Watch the request directory, or its deepest existing ancestor until it exists."""
         root = os.path.abspath(self.target.root)
         for _attempt in range(64):
-            path, identity = _deepest_dir(self.target)
+            path, identity = deepest_dir(self.target)
             # Also when the kernel dropped the watch (IN_IGNORED) and the path shows
             # the same (device, inode) again: a recreated directory may reuse the number.
             if (path, identity) != (
@@ -502,10 +226,10 @@ class Session:
                 self.dir_path, self.dir_identity = path, identity
             # The watch is in place before this second look, so nothing created in
             # between goes unnoticed: either this look sees it, or an event will.
-            if _deepest_dir(self.target) == (path, identity):
+            if deepest_dir(self.target) == (path, identity):
                 return
 
-    def _listing(self, listing: _Listing, now: float) -> set[str] | None:
+    def _listing(self, listing: Listing, now: float) -> set[str] | None:
         """The metadata files listed; ``None`` when the directory cannot be read now."""
         error = listing.error
         names: list[str] = []
@@ -521,7 +245,7 @@ class Session:
             self.dir_state.absent(now=now)  # readable again: its bad spell is over
         return {os.path.join(self.target.directory, name) for name in names}
 
-    def _reconcile(self, listing: _Listing, now: float) -> set[str]:
+    def _reconcile(self, listing: Listing, now: float) -> set[str]:
         """Start following new files; return the new ones and the ones not listed.
 
         A directory that cannot be read lists nothing new and loses nothing: its
@@ -541,9 +265,7 @@ class Session:
 
     # The file side.
 
-    def _look(
-        self, path: str, now: float, listing: _Listing, *, lazy: bool = False
-    ) -> list[Change]:
+    def _look(self, path: str, now: float, listing: Listing, *, lazy: bool = False) -> list[Change]:
         """Stat and read ``path``; tell its state. ``lazy``: skip the read if stat allows.
 
         The file is looked at through the request directory as ``listing``
@@ -580,78 +302,62 @@ class Session:
         mode = info.st_mode
         if not stat.S_ISREG(mode):
             if stat.S_ISLNK(mode):  # watched itself above, so its replacement is heard
-                return state.broken(_link_error(path), nlink=info.st_nlink, now=now)
+                return state.broken(link_error(path), nlink=info.st_nlink, now=now)
             if not stat.S_ISDIR(mode):
                 # A FIFO, a device, a socket: refused without being opened.
                 error = DRAMetadataError(f"{path}: not a regular file", path=path)
                 return state.broken(error, nlink=info.st_nlink, now=now)
         if lazy and not state.broken_now and tracked.unchanged(info):
             return []
-        writes = None if self.settle_delay is None else self.notifier.writes(path)
-        # One read decides (the writer closed, or the bytes stood still long enough):
-        # the writes heard before it, which must be all there are after it.
-        mark: tuple[int, float] | None = None
-        waited = 0.0  # how long the bytes stood still before that read
-        delay = self.settle_delay  # the stable read's, when no mark is set
-        if writes is not None:
-            writes.forget_idle(now)
-            quiet = writes.quiet
-            if writes.dirty_at is not None:
-                if now - writes.dirty_at < CLOSE_WAIT:
-                    return tracked.look_at(writes.dirty_at + CLOSE_WAIT)  # the close is due
-                # Not closed within the wait: a writer keeping the file open (the stable read).
-            elif quiet is None:
-                # Nothing heard since the watch began: a writer may be at work through a
-                # handle older than the watch. Bytes last changed long enough ago (by the
-                # file's times) are final; newer ones must stand still that long (the
-                # stable read, its two reads that far apart).
-                changed = max(info.st_mtime_ns, info.st_ctime_ns) / 1e9
-                if time.time() - changed >= FIRST_QUIET + _COARSE:
-                    mark, waited = (writes.closes, writes.last_write), FIRST_QUIET
-                else:
-                    delay = FIRST_QUIET
-            elif quiet == 0.0 and not writes.handles():
-                # The writer closed, alone: one read (in a burst, once it is over).
-                if writes.bursting and now < writes.last_write + BURST_GAP:
-                    return tracked.look_at(writes.last_write + BURST_GAP)
-                mark, waited = (writes.closes, writes.last_write), 0.0
-            elif (
-                quiet == 0.0
-                and writes.opened_at is not None
-                and now - writes.opened_at < CLOSE_WAIT
-            ):
-                # A handle open with no write heard through it (a writer about to write,
-                # or a reader): it writes, or closes soon.
-                return tracked.look_at(now + _OPEN_RETRY)
-            elif now < writes.last_write + quiet:
-                # Handles the watch could not count: the bytes must stand still first.
-                return tracked.look_at(writes.last_write + quiet)
-            else:
-                mark, waited = (writes.closes, writes.last_write), quiet
+        handles = None if self.settle_delay is None else self.notifier.handles(path)
+        mark = 0
+        if handles is not None:
+            if not handles.ready(now):
+                # Written, and not to be read yet: the notifier names the file when its
+                # bytes may be read (Handles), so no timer of ours waits for them.
+                tracked.settle_at = state.retry_at = None
+                return []
+            if handles.written_at is None and not state.broken_now:
+                seen = signature(info)
+                if tracked.signature == seen:
+                    return []  # nothing written since the last read (a close with no write)
+                if tracked.signature is not None and info.st_nlink and handles.unheard(now):
+                    # Changed with no write heard, a handle open: a write through a shared
+                    # mapping, perhaps mid-object. Its close (or QUIET) brings the look.
+                    tracked.settle_at = state.retry_at = None
+                    return []
+            mark = handles.writes
         read_at = time.time()
-        if mark is not None and writes is not None:
-            writes.own += 1  # this read's open and close are the watch's own
-            writes.excuse = waited
+        fenced_since = tracked.fenced_since
+        fence = fenced_since is None or now - fenced_since < FENCE_PATIENCE
         try:
-            data = self._read(name, path, listing.fd)
+            data = self._read(name, path, listing.fd, fence=fence)
         except (FileNotFoundError, DRAMetadataError) as err:
-            if writes is not None:
-                writes.own = 0
             if isinstance(err, FileNotFoundError):
                 return self._gone(path, now)
             return state.broken(err, nlink=info.st_nlink, now=now)
-        if mark is not None and writes is not None:
-            # Was the file written while it was read? Every write is heard (a writer's
-            # open before its first byte): then the next close, or timer, brings the
-            # next look. A handle opened meanwhile that has not written changes nothing.
+        if data is None:  # a writer holds the fence: its write is under way
+            if fenced_since is None:
+                tracked.fenced_since = fenced_since = now
+            wait = min(_FENCE_POLL_MAX, max(_FENCE_POLL_MIN, (now - fenced_since) / 2))
+            return tracked.look_at(now + wait)
+        tracked.fenced_since = None
+        if handles is not None:
+            # Was the file written while it was read? Every write is heard: then its own
+            # close, or the clock, brings the next look.
             self.notifier.drain()
-            writes.own = 0
-            if self.notifier.writes(path) is not writes:
-                return []
-            if writes.dirty_at is not None or (writes.closes, writes.last_write) != mark:
+            if self.notifier.handles(path) is not handles or not handles.read(mark):
                 return []
             tracked.candidate = None
-        elif not tracked.stable(data, info, delay):
+        elif not tracked.stable(data, info, self.settle_delay):
+            return []
+        if (
+            tracked.raw is None
+            and handles is not None
+            and time.time() - max(info.st_mtime_ns, info.st_ctime_ns) / 1e9 < FRESH_DELAY + _COARSE
+            and not tracked.stable(data, info, FRESH_DELAY)
+        ):
+            # Changed before the watch could hear its writer: read twice, FRESH_DELAY apart.
             return []
         if data == tracked.raw and tracked.raw_md is not None:
             md = tracked.raw_md
@@ -667,20 +373,26 @@ class Session:
         tracked.signature, tracked.read_at = signature(info), read_at
         return state.decoded(md, nlink=info.st_nlink, now=now)
 
-    def _read(self, name: str, path: str, dir_fd: int) -> bytes:
-        """The bytes of ``name`` in ``dir_fd``, opened without following a link."""
+    def _read(self, name: str, path: str, dir_fd: int, *, fence: bool) -> bytes | None:
+        """The bytes of ``name`` in ``dir_fd``, opened without following a link.
+
+        ``None`` when ``fence`` and a writer holds the fence (:mod:`..._fence`): the
+        read is never waited for here.
+        """
         try:
             fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
         except FileNotFoundError:
             raise
         except OSError as err:
-            if err.errno == errno.ELOOP or _is_link(name, dir_fd):
-                raise _link_error(path) from None
+            if err.errno == errno.ELOOP or is_link(name, dir_fd):
+                raise link_error(path) from None
             raise DRAMetadataError(
                 f"open metadata file: open {path}: {os_reason(err)}", path=path
             ) from None
         try:
-            return read_fd(fd, path, max_size=self.options.max_size)
+            if fence and not shared(fd, wait=0):
+                return None
+            return read_fd(fd, path, max_size=self.options.max_size, fence=None)
         finally:
             os.close(fd)
 
@@ -701,7 +413,7 @@ class Session:
 
     # Rounds.
 
-    def _walk(self, again: bool) -> _Listing:
+    def _walk(self, again: bool) -> Listing:
         """The request directory opened as the scanner opens it; walked ``again`` if asked.
 
         The descriptor is kept between rounds: a round that only looks at files
@@ -715,7 +427,7 @@ class Session:
         if again or opened is None or opened.fd is None or opened.error is not None:
             if opened is not None:
                 opened.close()
-            opened = self._opened = _Listing(self.target)
+            opened = self._opened = Listing(self.target)
         return opened
 
     def close(self) -> None:
@@ -790,7 +502,7 @@ class Session:
         return to_look, relist
 
     def _round(
-        self, to_look: set[str], now: float, listing: _Listing, *, lazy: set[str] | None = None
+        self, to_look: set[str], now: float, listing: Listing, *, lazy: set[str] | None = None
     ) -> list[WatchEvent]:
         found: list[tuple[str, str, Change]] = []
         if self._dir_changes:
@@ -880,154 +592,3 @@ class Session:
                     text += " (stale: replaced on the node after the container started)"
                 parts.append(text)
         return "; ".join(parts)
-
-
-# --- the run: the session plus the notifier, a deadline and a stop event ----------------
-
-
-class Run:
-    """One watch from start to end; what both twins share apart from the waiting."""
-
-    def __init__(self, plan: Plan, *, stop_event: StopEvent | None, timeout: float | None) -> None:
-        if timeout is not None and not timeout >= 0:
-            raise ValueError(f"timeout must not be negative, got {timeout!r}")
-        self.target = plan.target
-        self.options = plan.options
-        self.stop_event = stop_event
-        self.timeout = timeout
-        self.deadline: float | None = None
-        self.ending_at: float | None = None  # when the end was asked for, plus the grace
-        self.session: Session | None = None
-        self.notifier: Notifier | None = None
-
-    def open(self) -> Notifier:
-        """Start: create the notifier (the deadline counts from here)."""
-        now = time.monotonic()
-        self.deadline = None if self.timeout is None else now + self.timeout
-        self.notifier = open_notifier(self.options.backend)
-        self.session = Session(self.target, self.options, self.notifier)
-        return self.notifier
-
-    def begin(self) -> list[WatchEvent]:
-        """Set up the watches and look at everything: the initial events."""
-        assert self.session is not None
-        return self.session.begin(time.monotonic())
-
-    def next_wait(self) -> float | None:
-        """Seconds to wait for notifications, or ``None`` when the watch is over.
-
-        When the deadline passes or the stop event is set while a changed file
-        waits for its confirming read (the stable-read rule), the watch goes on
-        until that read, at most ``_SETTLE_GRACE`` seconds longer.
-        """
-        assert self.session is not None
-        now = time.monotonic()
-        wait = self.session.next_wait(now)
-        over = (self.stop_event is not None and self.stop_event.is_set()) or (
-            self.deadline is not None and now >= self.deadline
-        )
-        if over:
-            if self.ending_at is None:
-                self.ending_at = now + _SETTLE_GRACE
-            if not self.session.settling() or now >= self.ending_at:
-                return None
-            return min(wait, self.ending_at - now)
-        if self.deadline is not None:
-            wait = min(wait, self.deadline - now)
-        if self.stop_event is not None:
-            wait = min(wait, _STOP_POLL)
-        return wait
-
-    def step(self, triggers: set[str], overflow: bool) -> list[WatchEvent]:
-        """One round: what the notifier reported, what is due, and (when due) the rescan."""
-        assert self.session is not None
-        return self.session.process(triggers, overflow, time.monotonic())
-
-    def fallback(self, err: BackendError) -> Notifier:
-        """The backend stopped working: poll instead (``"auto"``), else raise ``err``.
-
-        The new notifier watches nothing yet; the next round, an overflow, puts
-        every watch back and looks at everything, so nothing is missed.
-        """
-        assert self.session is not None
-        if self.options.backend != "auto":
-            raise err
-        if self.notifier is not None:
-            self.notifier.close()
-        self.notifier = self.session.notifier = polling_fallback(str(err))
-        return self.notifier
-
-    def close(self) -> None:
-        """Close the notifier (every watch goes with it) and the directory kept open."""
-        if self.session is not None:
-            self.session.close()
-        if self.notifier is not None:
-            self.notifier.close()
-
-
-# --- the drivers: how a run waits ------------------------------------------------------
-
-
-def iterate(run: Run) -> Generator[WatchEvent, None, None]:
-    """The synchronous driver: block in the notifier between rounds."""
-    notifier = run.open()
-    try:
-        yield from run.begin()
-        while (wait := run.next_wait()) is not None:
-            try:
-                found = notifier.wait(wait)
-            except BackendError as err:
-                notifier = run.fallback(err)
-                found = (set(), True)
-            yield from run.step(*found)
-    finally:
-        run.close()
-
-
-async def aiterate(run: Run) -> AsyncGenerator[WatchEvent, None]:
-    """The asyncio driver: the loop watches the descriptor; a timer covers the timeouts."""
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    notifier = run.open()
-    fd = notifier.fileno()
-    waiting: list[asyncio.Future[None]] = []
-
-    def wake() -> None:
-        if waiting and not waiting[0].done():
-            waiting[0].set_result(None)
-
-    def readable() -> None:
-        notifier.drain()  # read now, so the descriptor does not stay readable
-        wake()
-
-    if fd is not None:
-        loop.add_reader(fd, readable)
-    try:
-        for event in run.begin():
-            yield event
-        while (wait := run.next_wait()) is not None:
-            if fd is None:  # watchfiles, polling: the blocking wait runs in the default executor
-                try:
-                    found = await loop.run_in_executor(None, notifier.wait, wait)
-                except BackendError as err:
-                    notifier = run.fallback(err)
-                    found = (set(), True)
-            else:
-                found = notifier.take()
-                if not found[0] and not found[1]:
-                    future = loop.create_future()
-                    waiting[:] = [future]
-                    timer = loop.call_later(wait, wake)
-                    try:
-                        await future
-                    finally:
-                        timer.cancel()
-                        waiting.clear()
-                    found = notifier.take()
-            for event in run.step(*found):
-                yield event
-    finally:
-        if fd is not None:
-            loop.remove_reader(fd)
-        run.close()

@@ -53,13 +53,16 @@ class FileState:
     >>> gen1 = dm.DeviceMetadata(metadata=dm.ObjectMeta(uid="u", generation=1))
     >>> [c.kind.value for c in state.decoded(gen1, nlink=1, now=0.0)]
     ['update']
-    >>> state.decoded(gen1, nlink=1, now=0.5)  # the same generation again: nothing
+    >>> state.decoded(gen1, nlink=1, now=0.5)  # the same object again: nothing
     []
+    >>> fixed = dm.DeviceMetadata(metadata=dm.ObjectMeta(uid="u", generation=1, name="n"))
+    >>> [c.kind.value for c in state.decoded(fixed, nlink=1, now=0.6)]  # the same, changed
+    ['update']
     >>> state.broken(dm.DecodeError("half written"), now=1.0), state.retry_at
     ([], 1.001)
     >>> [c.kind.value for c in state.broken(dm.DecodeError("half written"), now=3.0)]
     ['error']
-    >>> [c.kind.value for c in state.decoded(gen1, nlink=0, now=3.5)]
+    >>> [c.kind.value for c in state.decoded(fixed, nlink=0, now=3.5)]
     ['stale']
     >>> [c.kind.value for c in state.absent(now=4.0)]
     ['removed']
@@ -128,7 +131,12 @@ class FileState:
         meta = md.metadata
         uid, generation = meta.uid, meta.generation
         last = self.delivered
-        if last is None or uid != last[0] or generation > last[1]:
+        if (
+            last is None
+            or uid != last[0]
+            or generation > last[1]
+            or (generation == last[1] and md is not self.good and md != self.good)
+        ):
             self.delivered = (uid, generation)
             self.good = md
             changes.append(Change(WatchEventKind.UPDATE, generation, uid, md))

@@ -3,11 +3,14 @@
 ``benchmarks/bench_watch_handles.py`` runs the writers (two handles opened back to
 back, four overlapping writers, an idle handle held elsewhere), each doing stalled
 in-place writes, against ``watch``, ``awatch`` or ``wait_for`` in a fresh process,
-and reports every object delivered as a mixture with the span of the write it
-came from. The watch waits :data:`FIRST_QUIET` at the least before it reads bytes
-written where it could not count every handle, so a delivered mixture of a write
-that spanned less than that is a bug; a write stalled longer (a loaded machine
-can stretch a 10 ms stall) is past the documented bound, and is only reported.
+and reports every object delivered as a mixture. Overlapping writers and an idle
+handle: no mixture at all (docs/watching.md, the rule for writers without the
+fence). Two handles opened back to back, the first closed mid-object: inotify
+hears the two opens as one, so that first close looks final (the watch reads on
+a writer's close, the first one too); the second handle's write shows it, and
+from then on every close waits. So only the race's first write may come as a
+mixture (with ``wait_for``, each call a new watch: any write), which the
+promise leaves out.
 
 Also here: a handle opened read-write and closed without a write costs the watch
 no read (it used to read and decode the whole file on every such close).
@@ -24,10 +27,11 @@ from typing import Any
 import pytest
 
 import dra_metadata as dm
-from dra_metadata._watch._backends.base import FIRST_QUIET
 from tests.conftest import REPO
 
 BENCH = REPO / "benchmarks" / "bench_watch_handles.py"
+#: The bench's first generation (its streams are written from the one after it).
+FIRST = 100000
 
 
 def run(scenario: str, api: str, writes: int) -> dict[str, Any]:
@@ -56,15 +60,15 @@ def run(scenario: str, api: str, writes: int) -> dict[str, Any]:
 
 
 def check(result: dict[str, Any]) -> None:
-    """The final generation arrived whole; no mixture of a write shorter than the bound."""
+    """The final generation arrived whole; no mixture but the twin's first write of a watch."""
     assert result["final_delivered"], result
-    bound_ms = FIRST_QUIET * 1000
-    short = [
-        (generation, span)
-        for generation, span in zip(result["torn"], result["torn_spans_ms"], strict=True)
-        if not span > bound_ms
-    ]
-    assert not short, f"mixtures delivered of writes shorter than {bound_ms} ms: {short}"
+    first = FIRST + 1
+    if result["scenario"] == "twin":
+        # Each wait_for() is a new watch, which has not seen the second handle yet.
+        torn = [g for g in result["torn"] if g != first] if result["api"] != "wait_for" else []
+    else:
+        torn = result["torn"]
+    assert not torn, f"mixtures delivered: {torn} ({result})"
 
 
 CASES = [

@@ -202,7 +202,7 @@ def test_a_backend_that_fails_mid_watch_hands_over_to_polling(
     public_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A notifier that breaks after the start: ``auto`` carries on by polling."""
-    import dra_metadata._watch._session as session
+    import dra_metadata._watch._run as run
     from dra_metadata._watch import _backends as backends
 
     directory = request_dir(public_root)
@@ -222,7 +222,7 @@ def test_a_backend_that_fails_mid_watch_hands_over_to_polling(
         notifier.wait = broken  # type: ignore[method-assign]
         return notifier
 
-    monkeypatch.setattr(session, "open_notifier", open_breaking)
+    monkeypatch.setattr(run, "open_notifier", open_breaking)
     events = dm.watch(claim="c", request="r", root=str(public_root), timeout=5)
     seen = []
     for event in events:

@@ -2,11 +2,11 @@
 
 A backend only says *which watched path* saw something (or that
 notifications were lost); the session finds out what happened by looking at
-the path again. :class:`Notifier` is that contract; :class:`Writes`,
-:data:`CLOSE_WAIT`, :class:`BackendError` and :func:`one_line_reason` are what
-the session and the backends share. Every backend imports this module and
-this module imports no backend: which one a watch opens is decided in the
-package (:func:`~dra_metadata._watch._backends.open_notifier`).
+the path again. :class:`Notifier` is that contract; :class:`Handles`,
+:data:`QUIET`, :class:`BackendError` and :func:`one_line_reason` are what the
+session and the backends share. Every backend imports this module and this
+module imports no backend: which one a watch opens is decided in the package
+(:func:`~dra_metadata._watch._backends.open_notifier`).
 """
 
 from __future__ import annotations
@@ -15,273 +15,189 @@ from typing import Final, Protocol, runtime_checkable
 
 from ..._errors import DRAMetadataError
 
-__all__ = [
-    "BURST_GAP",
-    "CLOSE_WAIT",
-    "CONFIRM_QUIET",
-    "FIRST_QUIET",
-    "BackendError",
-    "Notifier",
-    "Writes",
-    "one_line_reason",
-]
+__all__ = ["QUIET", "BackendError", "Handles", "Notifier", "one_line_reason"]
+
+#: Seconds: the one window of the rule for writers that take no fence. Bytes that
+#: stood still this long are read; a handle open this long without closing is no
+#: longer counted; a write through a handle nobody heard open casts doubt this long.
+QUIET: Final = 1.0
 
 
-#: Seconds a change waits for its writer's close before it is read the way a change
-#: without one is (twice, :data:`~dra_metadata._watch._session.STABLE_READ_DELAY`
-#: apart): a writer that keeps the file open between its writes is delivered this
-#: late, and a writer stalled mid-write for longer than this can be read mid-write.
-#: A handle that shows nothing for this long (no open, write or close heard on the
-#: file) is taken for idle, and no longer counted.
-CLOSE_WAIT: Final = 1.0
-#: Seconds without a write after which bytes written while the watch could not count
-#: every handle are read, once, and delivered: more than one handle was open at a
-#: write, a handle wrote or closed whose open was not heard (inotify merges two
-#: identical events queued back to back, so two opens can be heard as one), or
-#: events were lost. A writer stalled mid-write for longer than this, among such
-#: handles, can be read mid-write.
-CONFIRM_QUIET: Final = 1.0
-#: The same for the first writer heard on a file: until one has opened, written and
-#: closed it alone, the watch cannot tell one handle from two opened back to back.
-FIRST_QUIET: Final = 0.05
-#: A spell that began this soon (seconds) after the last one ended is part of a burst
-#: of writes: its close is read once the file has stood this long without a new one,
-#: not at once (a read racing the writer's next open can have that open merged into
-#: its own, and the count would be one short).
-BURST_GAP: Final = 0.002
+class Handles:
+    """When a watched file's bytes may be read, from what inotify says of it.
 
+    A writer that takes the fence (:mod:`dra_metadata._fence`) needs none of
+    this: the watch's read lock keeps its reads out of every write. For the
+    others, inotify says when a handle opens (``IN_OPEN``, reader or writer),
+    writes (``IN_MODIFY``) and closes (``IN_CLOSE_WRITE`` for a handle that
+    could write, ``IN_CLOSE_NOWRITE`` else), but not whose handle it is, and it
+    merges two identical events queued back to back. The rule, with nothing
+    kept longer than :data:`QUIET` after the event that set it:
 
-class Writes:
-    """What the kernel said about the handles and writes of one watched file.
+    1. A *spell* runs from an open heard with no handle counted open to the
+       moment none is (each close takes the newest open off the count; an open
+       :data:`QUIET` old is forgotten: a reader that holds the file, an idle
+       writer).
+    2. Bytes written are read at the end of a spell in which a handle that could
+       write closed after the last write and at most one such handle closed
+       (one writer): on that close, when nothing else is open.
+    3. Otherwise they are read once no write has been heard for :data:`QUIET`
+       (a writer that keeps its handle open; several writers in one spell,
+       whose writes may have interleaved).
+    4. A write heard with no handle counted open (a truncate by path, a handle
+       older than the watch, two opens heard as one) makes rule 2 wait until
+       :data:`QUIET` has passed since it: rule 3 reads such bytes.
 
-    Every open of the file is heard (``IN_OPEN``) before the opener can write a
-    byte, and every write (``IN_MODIFY``) and close (``IN_CLOSE_WRITE`` after a
-    handle that could write, ``IN_CLOSE_NOWRITE`` else). So when no handle is
-    open and the last write was followed by a close, the bytes are final. But
-    the kernel merges an event into the one queued before it when the two are
-    identical, so two opens back to back are heard as one; a write or a close
-    heard with no handle counted open shows such a handle (or one older than
-    the watch), too late for the close that came before it.
+    So a writer that closes its handle when its object is written is read on
+    that close, whatever readers and other watchers do meanwhile, and one
+    whose pauses stay under :data:`QUIET` is never read mid-object.
 
-    So the count is trusted only as far as the file has earned it. A *spell*
-    runs from the first handle opened to the last one closed; one in which one
-    handle at a time wrote, and every handle that wrote or closed had been
-    heard opening, is *clean*. :attr:`quiet` says how the bytes last written
-    may be delivered: ``0.0``, on the close that leaves no handle open (the
-    spell began after a clean one); :data:`FIRST_QUIET`, once they have stood
-    that long without a write (no clean spell yet: the file's first writer);
-    :data:`CONFIRM_QUIET`, the same (a handle was missed, or more than one was
-    open at a write: this spell or since the file was last silent that long);
-    ``None``, nothing was heard since the watch began.
-
-    >>> writes = Writes()
-    >>> writes.opened(now=0.0); writes.modified(now=0.1); writes.closed(wrote=True, now=0.2)
+    >>> handles = Handles()
+    >>> handles.opened(0.0); handles.modified(0.1)
+    >>> handles.ready(0.2)  # written, not closed: not yet
+    False
+    >>> handles.closed(wrote=True, now=0.3)  # the writer closed alone: read now
     True
+    >>> handles.read(handles.writes)  # the watch read it, and no write raced the read
     True
-    >>> writes.quiet  # the first writer: no clean spell before it
-    0.05
-    >>> writes.opened(now=1.0); writes.modified(now=1.1); writes.closed(wrote=True, now=1.2)
-    True
-    True
-    >>> writes.quiet  # it wrote alone: this close is final
-    0.0
-    >>> writes.opened(now=2.0); writes.modified(now=2.1); writes.closed(wrote=True, now=2.2)
-    True
-    True
-    >>> writes.modified(now=2.3)  # a write, and no handle open: one opened unheard
-    True
-    >>> writes.quiet, writes.handles()
-    (1.0, 1)
+    >>> handles.modified(5.0)  # a truncate by path: nobody opened
+    >>> handles.closed(wrote=True, now=5.1), handles.ready(5.9), handles.ready(6.0)
+    (False, False, True)
     """
 
     __slots__ = (
-        "_clean",
-        "_earned",
-        "_ended",
-        "_spell",
-        "_wrote",
-        "bursting",
-        "closes",
-        "dirty_at",
-        "excuse",
-        "hidden",
-        "idle",
-        "last_event",
-        "last_write",
-        "opened_at",
-        "opens",
-        "own",
-        "quiet",
+        "_announced",
+        "_closed",
+        "_final",
+        "_hidden_until",
+        "_opens",
+        "_writers",
+        "writes",
+        "written_at",
     )
 
-    def __init__(self, *, whole: bool = False) -> None:
-        #: Handles heard opening and not heard closing (reads included).
-        self.opens = 0
-        #: Handles not heard opening that a write showed, not heard closing yet.
-        self.hidden = 0
-        #: Handles no longer counted: open and silent for :data:`CLOSE_WAIT`.
-        self.idle = 0
-        #: The watch's own reads among the handles open (the session says so).
-        self.own = 0
-        #: Whether a handle not heard opening may be one whose open was merged into the
-        #: watch's own last read's: ``None`` if not, else how long that read waited for
-        #: the bytes to stand still (``0.0``: read on the close). The session sets it
-        #: for a read; an open heard since clears it.
-        self.excuse: float | None = None
-        #: When the current spell began (monotonic), ``None`` between spells.
-        self.opened_at: float | None = None
-        #: When the first write not yet followed by a close was heard, or ``None``.
-        self.dirty_at: float | None = None
-        #: The ``IN_CLOSE_WRITE`` events heard after a write: a change marks its read by this.
-        self.closes = 0
-        #: When the last write, or close after one, was heard (monotonic).
-        self.last_write = 0.0
-        #: When the last event of any kind was heard (monotonic).
-        self.last_event = 0.0
-        #: How the bytes last written may be delivered (see the class); ``whole``: a file
-        #: that arrived by a rename, written whole before it came.
-        self.quiet: float | None = 0.0 if whole else None
-        #: Whether this spell began within :data:`BURST_GAP` of the last one's end.
-        self.bursting = False
-        self._ended = -BURST_GAP  # when the last spell ended (monotonic)
-        self._earned = FIRST_QUIET  # what the next spell's bytes will need
-        self._spell = FIRST_QUIET  # what this spell's bytes need
-        self._clean = True
-        self._wrote = False
+    def __init__(self) -> None:
+        #: When each handle heard opening and not closed yet opened (monotonic), oldest first.
+        self._opens: list[float] = []
+        self._writers = 0  # handles that could write closed in this spell
+        self._closed = False  # one of them closed after the last write
+        self._final = False  # the last spell ended as rule 2 asks
+        self._hidden_until = float("-inf")  # rule 4
+        self._announced = False  # the notifier named the file since the last write
+        #: When the last write not read yet was heard (monotonic), or ``None``.
+        self.written_at: float | None = None
+        #: Writes heard so far: a read checks that none came while it read.
+        self.writes = 0
 
-    def handles(self) -> int:
-        """The handles counted open: heard opening, or shown by a write."""
-        return self.opens + self.hidden
+    # Rule 1: the count, and the spell's end.
 
-    def _begin(self, now: float) -> None:
-        self._spell, self._clean, self._wrote = self._earned, True, False
-        self.opened_at = now
-        self.bursting = now - self._ended < BURST_GAP
+    def _forget(self, now: float) -> None:
+        opens = self._opens
+        if opens and now - opens[0] >= QUIET:
+            self._opens = [at for at in opens if now - at < QUIET]
+            if not self._opens:
+                self._over()
 
-    def _suspect(self) -> None:
-        """A handle was not counted, or more than one wrote: no close is final for a while."""
-        self._spell = self._earned = self.quiet = CONFIRM_QUIET
-        self._clean = False
-
-    def _unheard(self) -> None:
-        """A handle wrote or closed that was not heard opening.
-
-        A writer's open queued right next to the watch's own read's open is merged
-        into it. So the first such handle after a read of the watch's own, with no
-        open heard since (:attr:`excuse`), may be that writer. If that read was on
-        a close, the handle may also be a second one of the writer that closed,
-        opened back to back with the first: the next spell waits
-        :data:`FIRST_QUIET`, no more. Any other is a handle the count missed: every
-        spell waits :data:`CONFIRM_QUIET` until the file has been silent that long.
-        """
-        if self.excuse is not None:
-            if not self.excuse:
-                self._earned = max(self._earned, FIRST_QUIET)
-            self.excuse = None
-            self._clean = False
-        else:
-            self._suspect()
-
-    def forget_idle(self, now: float) -> None:
-        """Forget the handles counted open when the file showed nothing for :data:`CLOSE_WAIT`.
-
-        A handle that long silent is idle (a reader, a holder), or a writer stalled
-        past the bound; a close that goes unheard (merged into another) leaves one
-        counted for ever.
-        """
-        if (
-            (self.opens or self.hidden)
-            and self.dirty_at is None
-            and now - self.last_event >= CLOSE_WAIT
-        ):
-            self.idle += self.opens + self.hidden
-            self.opens = self.hidden = self.own = 0
-            self.opened_at = None
-            self._wrote = False
-            self._ended = now
+    def _over(self) -> None:
+        # Only a write takes back what a spell ended as rule 2 asks: later spells
+        # without a write did not change the bytes.
+        if not self._final:
+            self._final = self.written_at is not None and self._closed and self._writers <= 1
+        self._writers = 0
 
     def opened(self, now: float) -> None:
         """``IN_OPEN``: a handle opened (a reader or a writer: the event does not say)."""
-        silent = now - self.last_event
-        self.forget_idle(now)
-        self.last_event = now
-        if not self.own:  # another's open, heard: no merge to excuse after it
-            self.excuse = None
-        if not self.opens and not self.hidden:
-            if silent >= CONFIRM_QUIET and self._earned == CONFIRM_QUIET:
-                # Silent that long: whoever was not counted has stopped, or stalled
-                # past the bound. The next writer is taken for the file's first.
-                self._earned = FIRST_QUIET
-            self._begin(now)
-        self.opens += 1
+        self._forget(now)
+        self._opens.append(now)
 
-    def modified(self, now: float) -> bool:
-        """``IN_MODIFY``: a write. True when it is the first since the last close."""
-        self.forget_idle(now)
-        self.last_event = self.last_write = now
-        counted = self.opens + self.hidden
-        if not counted:  # through a handle not heard opening: merged, or older than the watch
-            self._begin(now)
-            self.hidden = 1
-            if self.idle:  # one taken for idle: it writes after all
-                self.idle -= 1
-            else:
-                self._unheard()
-        elif counted - self.own > 1:  # more than one handle open: whose write is this?
-            self._suspect()
-        self._wrote = True
-        self.quiet = self._spell
-        if self.dirty_at is None:
-            self.dirty_at = now
-            return True
-        return False
+    def modified(self, now: float) -> None:
+        """``IN_MODIFY``: a write."""
+        self._forget(now)
+        self.writes += 1
+        self.written_at = now
+        self._closed = self._final = self._announced = False
+        if not self._opens:  # rule 4
+            self._hidden_until = now + QUIET
 
     def closed(self, *, wrote: bool, now: float) -> bool:
-        """A close (``wrote``: of a handle that could write). True when the bytes changed.
+        """A close (``wrote``: of a handle that could write); True when it is worth a look now.
 
-        The bytes changed when a write was heard since the last such close; a
-        handle opened read-write and closed without writing changes nothing.
+        A handle that could write closing with no write heard is worth a look
+        too (a write through a shared mapping makes no ``IN_MODIFY``); the look
+        reads only when the file's size or times changed.
         """
-        self.forget_idle(now)
-        self.last_event = now
-        if self.own and not wrote:  # the watch's own read is over
-            self.own -= 1
-        if self.idle and (self.opens or self.hidden):
-            # The idle one's, or a counted one's? Counted as the latter; if it was the
-            # former, one still open is counted closed: this spell's bytes must stand
-            # still a while before they are read.
-            self._spell = max(self._spell, FIRST_QUIET)
-            if self.quiet is not None:
-                self.quiet = max(self.quiet, FIRST_QUIET)
-        if self.opens:
-            self.opens -= 1
-        elif self.hidden:
-            self.hidden -= 1
-        elif self.idle:
-            self.idle -= 1
-        elif wrote:  # a handle that could write, not heard opening
-            self._unheard()
-        changed = wrote and self.dirty_at is not None
-        if changed:
-            self.closes += 1
-            self.dirty_at = None
-            self.last_write = now
-        if not self.opens and not self.hidden:  # the spell is over
-            self.opened_at = None
-            self._ended = now
-            if self._wrote:
-                self._wrote = False
-                if self._clean and self._earned == FIRST_QUIET:  # it wrote alone
-                    self._earned = 0.0
-        return changed
+        self._forget(now)
+        if wrote:
+            self._writers += 1
+            self._closed = True
+        if self._opens:
+            self._opens.pop()
+            if not self._opens:
+                self._over()
+        elif wrote:
+            self._over()
+        if self.written_at is None:
+            return wrote
+        if self._announced or not self.ready(now):
+            return False
+        self._announced = True
+        return True
+
+    # Rules 2 and 3: when the bytes may be read.
+
+    def ready(self, now: float) -> bool:
+        """Whether the bytes may be read now (nothing written since the last read: yes)."""
+        written = self.written_at
+        if written is None or now - written >= QUIET:
+            return True
+        return self._final and now >= self._hidden_until
+
+    def due(self, now: float) -> float | None:
+        """When the bytes will be ready without another event (monotonic), or ``None``.
+
+        ``None`` also when the notifier already named the file for them.
+        """
+        written = self.written_at
+        if written is None or self._announced:
+            return None
+        due = written + QUIET
+        if self._opens and self._closed:  # the oldest open forgotten may end the spell
+            due = min(due, max(self._opens[0] + QUIET, self._hidden_until))
+        return due
+
+    def announce(self, now: float) -> bool:
+        """Whether the bytes became ready by the clock (rule 3, or a spell ended by it)."""
+        self._forget(now)
+        if self.written_at is None or self._announced or not self.ready(now):
+            return False
+        self._announced = True
+        return True
+
+    def unheard(self, now: float) -> bool:
+        """The file changed with no write heard (a shared mapping): True to wait, as for a write.
+
+        With a handle counted open (the mapping's, perhaps mid-object), the change
+        is taken for a write heard now; with none, it may be read at once.
+        """
+        self._forget(now)
+        if not self._opens:
+            return False
+        self.modified(now)
+        return True
+
+    def read(self, mark: int) -> bool:
+        """A read begun when :attr:`writes` was ``mark`` is over: True when no write raced it."""
+        if self.writes != mark:
+            return False
+        self.written_at = None
+        self._announced = self._final = False
+        return True
 
     def lost(self, now: float) -> None:
-        """Events were lost (``IN_Q_OVERFLOW``): nothing counted is known any more."""
-        self.opens = self.hidden = self.own = self.idle = 0
-        self.opened_at = self.dirty_at = None
-        self._wrote = False
-        self._suspect()
-        self.last_write = self.last_event = now
+        """Events were lost (``IN_Q_OVERFLOW``): every count is unknown; read at :data:`QUIET`."""
+        self._opens.clear()
+        self._writers = 0
+        self.modified(now)
 
 
 class BackendError(DRAMetadataError):
@@ -327,8 +243,8 @@ class Notifier(Protocol):
     def watching(self, path: str) -> bool:
         """Whether ``path`` is watched (the kernel may drop a watch by itself)."""
 
-    def writes(self, path: str) -> Writes | None:
-        """What is known about the writers of the watched file ``path``; ``None``: nothing.
+    def handles(self, path: str) -> Handles | None:
+        """When the watched file ``path``'s bytes may be read (:class:`Handles`); ``None``: unknown.
 
         Only inotify knows (it hears opens, writes and closes); with ``None`` a
         watch reads a change twice before it delivers it.
@@ -337,8 +253,8 @@ class Notifier(Protocol):
     def due(self) -> float | None:
         """When :meth:`take` will name a path without a new report (monotonic), or ``None``.
 
-        Inotify names a file whose write was not followed by a close within
-        :data:`CLOSE_WAIT`; the asyncio driver wakes up for it then.
+        Inotify names a file whose bytes become ready by the clock
+        (:meth:`Handles.due`); the asyncio driver wakes up for it then.
         """
 
     def drain(self) -> None:

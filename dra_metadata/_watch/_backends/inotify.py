@@ -14,15 +14,12 @@ path* saw something; what happened is found out by looking at the path again
 (see :mod:`dra_metadata._watch._session`). A queue overflow (the kernel dropped events) is
 reported as such, so the caller can look at everything again.
 
-It also keeps, per watched file, what the kernel said about its writers
-(:class:`Writes`): the handles opened and not closed yet, a write not yet
-followed by a close, the closes after a write, and how far that count can be
-trusted (the kernel merges identical events queued back to back, so two opens
-can be heard as one). That is how a watch delivers a change the moment its
-writer closes the file, with one read. Only what can change the content wakes a
-watch up: an open, a read by anyone (the watch's own reads included), or a close
-with no write since the last one does not, nor does a write (its close does, or
-the end of the wait for it, :data:`CLOSE_WAIT`).
+It also keeps, per watched file, what the kernel said of its handles and
+writes (:class:`~.base.Handles`): that is how a watch reads a change the moment
+its writer closes the file, and waits when it cannot be sure. Only what can
+change what a look would find wakes a watch up: a write does not (its close
+does, or the end of the wait for it), nor does an open, a read, or a reader's
+close, unless it ends the wait of bytes written before.
 
 Importing this module loads ``ctypes``; the package's
 :func:`~dra_metadata._watch._backends.open_notifier` imports it only when a
@@ -41,7 +38,7 @@ import sys
 import time
 from typing import Final
 
-from .base import CLOSE_WAIT, Writes
+from .base import Handles
 
 __all__ = ["Inotify", "InotifyUnavailableError"]
 
@@ -69,9 +66,9 @@ _IN_CLOEXEC: Final = os.O_CLOEXEC
 
 #: A metadata file: its content changed (each write, and the writer's close), its
 #: link count or mode changed (a host rename over it leaves ``st_nlink == 0``),
-#: or it went away; and every open and close, which count the handles open on it.
-#: ``IN_ACCESS`` (a read) only keeps another event from merging into an open of the
-#: watch's own. ``IN_UNMOUNT`` and ``IN_IGNORED`` come without asking.
+#: or it went away; and every open and close, which :class:`Handles` counts.
+#: ``IN_ACCESS`` (a read) keeps an open queued after a read from merging into the
+#: reader's open. ``IN_UNMOUNT`` and ``IN_IGNORED`` come without asking.
 FILE_MASK: Final = (
     _IN_ACCESS
     | _IN_MODIFY
@@ -82,8 +79,6 @@ FILE_MASK: Final = (
     | _IN_DELETE_SELF
     | _IN_MOVE_SELF
 )
-#: The events of a file that only count handles: they wake nobody up.
-_HANDLES: Final = _IN_OPEN | _IN_CLOSE_NOWRITE
 #: A directory: entries appeared or went away, or the directory itself did. No
 #: ``IN_MODIFY``: the files' own watches report content changes.
 DIR_MASK: Final = (
@@ -98,10 +93,6 @@ DIR_MASK: Final = (
 
 _EVENT: Final = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 _EVENT_SIZE: Final = _EVENT.size
-_WD: Final = struct.Struct("i")
-_CLOSES: Final = _IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE
-#: The events of a file that its :class:`Writes` count.
-_COUNTED: Final = _HANDLES | _IN_MODIFY | _IN_CLOSE_WRITE
 _READ_SIZE: Final = 64 * 1024
 # The longest wait poll() takes, in milliseconds (a C int); longer waits just wake up once.
 _MAX_POLL_MS: Final = 2**31 - 1
@@ -164,25 +155,9 @@ class Inotify:
         self._wd_of: dict[str, int] = {}
         self._pending: set[str] = set()
         self._overflow = False
-        # Writes waiting for their close: watch descriptor -> when the wait is over.
-        self._close_waits: dict[int, float] = {}
-        self._writes: dict[int, Writes] = {}  # file watches only
-        # Entries that arrived by a rename (IN_MOVED_TO), heard since the last take() and
-        # in the round before it: a file added in that round starts with known counts.
-        self._arrived: set[str] = set()
-        self._arrived_before: set[str] = set()
+        self._handles: dict[int, Handles] = {}  # file watches only
         # Per directory watch that reports some entries only, how their names end.
         self._entries: dict[int, bytes] = {}
-        # Per directory watch, its absolute path ending in "/" (an arrived entry's prefix).
-        self._absolute: dict[int, str] = {}
-        # A file's path as given to add() -> its absolute path (the cwd does not change).
-        self._absolute_of: dict[str, str] = {}
-        # Files that arrived by a rename, whose watch is added before the next wait:
-        # path -> (the path encoded, the mask, what their writers will be counted in).
-        self._deferred: dict[str, tuple[bytes, int, Writes]] = {}
-        # Per file watch, the bytes of an open, a read and a close without a write (a read);
-        # of an open and a close by a handle that could write, and by one that could not.
-        self._units: dict[int, tuple[bytes, ...]] = {}
         # Watches replaced by a newer one on the same path, removed before the next wait.
         self._dropped: list[int] = []
         self._poll = select.poll()
@@ -214,40 +189,6 @@ class Inotify:
             return errno.EINVAL
         if b"\x00" in encoded:
             return errno.EINVAL
-        if not directory and self._arrived_here(path):
-            # Renamed into place: written whole before it came, so it is read at once,
-            # and its watch is added after that read is delivered (the system call is
-            # no small part of the delay); then it is looked at once more, so that
-            # nothing written in between goes unheard.
-            old = self._wd_of.get(path)
-            if old is not None:
-                self._forget(old, later=True)
-            if path not in self._deferred:
-                self._deferred[path] = (encoded, mask, Writes(whole=True))
-            return 0
-        self._deferred.pop(path, None)
-        return self._add_now(path, encoded, mask, directory=directory, entries=entries)
-
-    def _arrived_here(self, path: str) -> bool:
-        """Whether a file arrived at ``path`` by a rename, heard in this round or the last."""
-        if not (self._arrived or self._arrived_before):
-            return False
-        absolute = self._absolute_of.get(path)
-        if absolute is None:
-            absolute = self._absolute_of[path] = os.path.abspath(path)
-        return absolute in self._arrived or absolute in self._arrived_before
-
-    def _add_now(
-        self,
-        path: str,
-        encoded: bytes,
-        mask: int,
-        *,
-        directory: bool,
-        entries: str | None = None,
-        writes: Writes | None = None,
-    ) -> int:
-        """Add the watch (one system call) and map it; 0, or the ``errno``."""
         wd = self._libc.add_watch(self._fd, encoded, mask)
         if wd < 0:
             code: int = ctypes.get_errno()
@@ -258,14 +199,8 @@ class Inotify:
             # is forgotten now and removed from the kernel before the next wait, so that
             # the look that moved the watch reads the new file first.
             self._forget(old, later=True)
-        if not directory and wd not in self._writes:
-            self._writes[wd] = writes if writes is not None else Writes()
-            opened, read = _EVENT.pack(wd, _IN_OPEN, 0, 0), _EVENT.pack(wd, _IN_ACCESS, 0, 0)
-            self._units[wd] = (
-                opened + read + _EVENT.pack(wd, _IN_CLOSE_NOWRITE, 0, 0),
-                opened + _EVENT.pack(wd, _IN_CLOSE_WRITE, 0, 0),
-                opened + _EVENT.pack(wd, _IN_CLOSE_NOWRITE, 0, 0),
-            )
+        if not directory and wd not in self._handles:
+            self._handles[wd] = Handles()
         other = self._path_of.get(wd)
         if other is not None and other != path:
             # The same inode under two paths (a hard link, a bind mount of a directory
@@ -274,28 +209,14 @@ class Inotify:
         self._path_of[wd] = path
         self._wd_of[path] = wd
         if directory:
-            self._absolute[wd] = os.path.join(os.path.abspath(path), "")
             if entries is None:
                 self._entries.pop(wd, None)
             else:
                 self._entries[wd] = os.fsencode(entries)
         return 0
 
-    def _add_deferred(self) -> None:
-        """Add the watches :meth:`add` put off; name their files, to be looked at again.
-
-        A file that cannot be watched now (removed meanwhile) is named too: the
-        look finds out, and adds the watch again if the file is there.
-        """
-        deferred, self._deferred = self._deferred, {}
-        for path, (encoded, mask, writes) in deferred.items():
-            self._add_now(path, encoded, mask, directory=False, writes=writes)
-            self._pending.add(path)
-
     def remove(self, path: str) -> None:
         """Stop watching ``path`` (nothing happens when it is not watched)."""
-        self._deferred.pop(path, None)
-        self._absolute_of.pop(path, None)
         wd = self._wd_of.get(path)
         if wd is not None:
             self._forget(wd)
@@ -305,11 +226,8 @@ class Inotify:
 
         Its events that are still queued name no path any more and are skipped.
         """
-        self._writes.pop(wd, None)
-        self._close_waits.pop(wd, None)
-        self._units.pop(wd, None)
+        self._handles.pop(wd, None)
         self._entries.pop(wd, None)
-        self._absolute.pop(wd, None)
         path = self._path_of.pop(wd, None)
         if path is not None and self._wd_of.get(path) == wd:
             del self._wd_of[path]
@@ -327,15 +245,12 @@ class Inotify:
 
     def watching(self, path: str) -> bool:
         """Whether ``path`` has a watch the kernel has not dropped."""
-        return path in self._wd_of or path in self._deferred
+        return path in self._wd_of
 
-    def writes(self, path: str) -> Writes | None:
-        """What the kernel said about ``path``'s writers; ``None`` when no file watch has it."""
+    def handles(self, path: str) -> Handles | None:
+        """What the kernel said of ``path``'s handles; ``None`` when no file watch has it."""
         wd = self._wd_of.get(path)
-        if wd is None:
-            deferred = self._deferred.get(path)
-            return None if deferred is None else deferred[2]
-        return self._writes.get(wd)
+        return None if wd is None else self._handles.get(wd)
 
     def watched(self) -> dict[str, int]:
         """Path -> watch descriptor, for tests and debugging."""
@@ -357,25 +272,15 @@ class Inotify:
                 return
 
     def _parse(self, data: bytes) -> None:
-        units = self._units.get(_WD.unpack_from(data)[0]) if len(data) >= _EVENT_SIZE else None
-        if units is not None:
-            if data == units[0]:
-                # One open, read and close without a write of a watched file, alone in
-                # the queue (the watch's own read, nearly always): the counts end where
-                # they were and nobody is woken, so there is nothing to do.
-                return
-            data = self._one_of_many(data, units)
         offset, end = 0, len(data)
         unpack = _EVENT.unpack_from
-        all_writes, pending, entries = self._writes, self._pending, self._entries
+        all_handles, pending, entries = self._handles, self._pending, self._entries
         now = time.monotonic()
         while offset + _EVENT_SIZE <= end:  # the kernel hands out whole events
             wd, mask, _cookie, length = unpack(data, offset)
             offset += _EVENT_SIZE + length
-            writes = all_writes.get(wd)
-            if mask == _IN_ACCESS and writes is not None:
-                continue  # a read of a followed file changes nothing
-            if writes is None or not mask & _COUNTED:
+            handles = all_handles.get(wd)
+            if handles is None:
                 if length:
                     # A directory's entry came, went or was renamed.
                     name = data[offset - length : offset].rstrip(b"\x00")
@@ -383,54 +288,27 @@ class Inotify:
                     if ending is None or name.endswith(ending):
                         self._other(wd, mask, name)
                     # else nothing the watch follows (a writer's temporary file)
-                elif writes is None or mask & _IN_IGNORED:
+                else:
                     self._other(wd, mask, b"")
-                else:  # a followed file's links or mode changed, or it was moved or deleted
-                    pending.add(self._path_of[wd])
-            # An open, a write or a close of a followed file: counted. Only what
-            # changes what a look would decide names the file.
+            elif mask & _IN_MODIFY:
+                handles.modified(now)
             elif mask & _IN_OPEN:
-                writes.opened(now)
-            elif mask & _CLOSES:
-                # A close after a write: the bytes changed (a close with no write since
-                # the last one changed nothing, and is not worth a read).
-                if writes.closed(wrote=bool(mask & _IN_CLOSE_WRITE), now=now):
-                    self._close_waits.pop(wd, None)
+                handles.opened(now)
+            elif mask & (_IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE):
+                if handles.closed(wrote=bool(mask & _IN_CLOSE_WRITE), now=now):
                     pending.add(self._path_of[wd])
-            # A write: its close brings the look (the session times the wait for it
-            # from dirty_at); a write is worth a look when no close came within the
-            # wait (the session reads twice then, as for a writer that keeps the file
-            # open).
-            elif writes.modified(now):
-                self._close_waits[wd] = now + CLOSE_WAIT
-            elif writes.dirty_at is not None and now - writes.dirty_at >= CLOSE_WAIT:
+            elif mask & _IN_IGNORED:
+                self._other(wd, mask, b"")
+            elif mask != _IN_ACCESS:  # links or mode changed, moved or deleted: a look
                 pending.add(self._path_of[wd])
-
-    def _one_of_many(self, data: bytes, units: tuple[bytes, ...]) -> bytes:
-        """``data``, or one unit of it when it is that unit over and over.
-
-        A process opening and closing a file in a loop without writing (or reading
-        it) queues the same open and close again and again; when no handle is
-        counted and no write is pending, many of them leave the counts as one does,
-        so one is parsed (a comparison of bytes instead of a loop).
-        """
-        for unit in units:
-            count, rest = divmod(len(data), len(unit))
-            if count > 1 and not rest and data.startswith(unit) and data == unit * count:
-                writes = self._writes[_WD.unpack_from(unit)[0]]
-                if not writes.handles() and writes.dirty_at is None:
-                    return unit
-                break
-        return data
 
     def _other(self, wd: int, mask: int, name: bytes) -> None:
         """One event that counts no handle: an entry of a directory, a file's links, a loss."""
         if mask & _IN_Q_OVERFLOW:
             self._overflow = True
             now = time.monotonic()
-            for lost in self._writes.values():  # counts lost: no close is final for a while
+            for lost in self._handles.values():  # counts lost: read once quiet
                 lost.lost(now)
-            self._close_waits.clear()
             return
         path = self._path_of.get(wd)
         if path is None:
@@ -438,64 +316,49 @@ class Inotify:
         if name:
             # A directory's entry came, went or was renamed: name the entry, the path
             # given to add() joined to the name as os.path.join would (a name has no
-            # "/"), decoded as os.fsdecode would: those, and abspath, are each a cold
-            # stretch of code for a watcher that has slept.
+            # "/"), decoded as os.fsdecode would.
             text = name.decode(_FS_ENCODING, _FS_ERRORS)
-            entry = path + text if path.endswith("/") else f"{path}/{text}"
-            if mask & _IN_MOVED_TO:
-                self._arrived.add(self._absolute[wd] + text)
-            self._pending.add(entry)
+            self._pending.add(path + text if path.endswith("/") else f"{path}/{text}")
             return
         self._pending.add(path)
         if mask & _IN_IGNORED:
             # The kernel removed the watch (file deleted, unmounted): forget it.
             del self._path_of[wd]
-            self._writes.pop(wd, None)
-            self._close_waits.pop(wd, None)
-            self._units.pop(wd, None)
+            self._handles.pop(wd, None)
             self._entries.pop(wd, None)
-            self._absolute.pop(wd, None)
             if self._wd_of.get(path) == wd:
                 del self._wd_of[path]
 
     def take(self) -> tuple[set[str], bool]:
         """The paths that saw events since the last call, and whether events were lost.
 
-        A file whose write was not followed by a close within :data:`CLOSE_WAIT`
-        is named too.
+        A file whose bytes became ready by the clock (:meth:`Handles.announce`) is
+        named too.
         """
         if self._dropped:  # the asyncio driver takes before it waits
             self._remove_dropped()
-        if self._deferred:
-            self._add_deferred()
-        if self._close_waits:
-            now = time.monotonic()
-            for wd, at in list(self._close_waits.items()):
-                if at <= now:  # no close came: the path is looked at (and read twice)
-                    del self._close_waits[wd]
-                    path = self._path_of.get(wd)
-                    if path is not None:
-                        self._pending.add(path)
+        now = time.monotonic()
+        for wd, handles in self._handles.items():
+            if handles.written_at is not None and handles.announce(now):
+                self._pending.add(self._path_of[wd])
         pending, overflow = self._pending, self._overflow
         self._pending, self._overflow = set(), False
-        self._arrived_before, self._arrived = self._arrived, set()
         return pending, overflow
 
     def wait(self, timeout: float) -> tuple[set[str], bool]:
         """Block until events worth a look arrive or ``timeout`` seconds pass; then :meth:`take`.
 
-        Events that only count handles (opens, reads closed) do not end the wait.
+        Events that change nothing a look would find (opens, reads, writes not
+        closed yet) do not end the wait.
         """
         if self._dropped:
             self._remove_dropped()
-        if self._deferred:
-            self._add_deferred()
         end = time.monotonic() + timeout
         while not (self._pending or self._overflow):
             now = time.monotonic()
             due = self.due()
             if due is not None and due <= now:
-                break  # take() names the file whose close did not come
+                break  # take() names the file whose bytes are ready
             left = max(0.0, min(end, due if due is not None else end) - now)
             if not self._poll.poll(math.ceil(min(left * 1000, _MAX_POLL_MS))) and now + left >= end:
                 break  # the time is up
@@ -503,21 +366,23 @@ class Inotify:
         return self.take()
 
     def due(self) -> float | None:
-        """When the first wait for a writer's close is over (monotonic), or ``None``."""
-        return min(self._close_waits.values()) if self._close_waits else None
+        """When the first file's bytes become ready by the clock (monotonic), or ``None``."""
+        now = time.monotonic()
+        due = None
+        for handles in self._handles.values():
+            at = handles.due(now)
+            if at is not None and (due is None or at < due):
+                due = at
+        return due
 
     def close(self) -> None:
         """Close the descriptor (every watch goes with it). Safe to call twice."""
         if self._fd >= 0:
             self._dropped.clear()
-            self._units.clear()
             self._entries.clear()
-            self._absolute.clear()
-            self._deferred.clear()
             self._poll.unregister(self._fd)
             os.close(self._fd)
             self._fd = -1
             self._path_of.clear()
             self._wd_of.clear()
-            self._writes.clear()
-            self._close_waits.clear()
+            self._handles.clear()

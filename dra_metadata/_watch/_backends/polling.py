@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Final
 
-from .base import Writes
+from .base import Handles
 
 __all__ = ["INTERVAL", "PollingNotifier"]
 
@@ -93,7 +93,7 @@ class PollingNotifier:
     def watching(self, path: str) -> bool:
         return path in self._watched
 
-    def writes(self, path: str) -> Writes | None:
+    def handles(self, path: str) -> Handles | None:
         """Nothing is known about writers here: a change is read twice before it counts."""
         return None
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Final
 
-from .base import BackendError, Writes, one_line_reason
+from .base import BackendError, Handles, one_line_reason
 
 if TYPE_CHECKING:
     from watchfiles import Change
@@ -80,7 +80,7 @@ class WatchfilesNotifier:
     def watching(self, path: str) -> bool:
         return os.path.abspath(path) in self._paths
 
-    def writes(self, path: str) -> Writes | None:
+    def handles(self, path: str) -> Handles | None:
         """Nothing is known about writers here: a change is read twice before it counts."""
         return None
 
