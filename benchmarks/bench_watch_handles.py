@@ -1,9 +1,10 @@
 """Torn objects from in-place writers whose handles a watch cannot count, and what it costs.
 
-A watch on inotify reads a changed file once, on its writer's close, when it has
-counted every handle open on the file (``IN_OPEN`` against the closes). This
-script races ``dra_metadata.watch`` (or ``awatch``) against writers that defeat
-that count, each doing *stalled* in-place writes: the next generation's stream,
+A watch on inotify reads a changed file on the close that ends a spell of one
+writer, else once no write has been heard for 1 s (``QUIET``; docs/watching.md,
+the rule for writers without the fence). This script races
+``dra_metadata.watch`` (or ``awatch``, ``wait_for``) against writers that make
+that rule work, each doing *stalled* in-place writes: the next generation's stream,
 of the same length as the last, written over it in two ``pwrite`` calls, the
 first quarter (the object's metadata and its first devices), a stall, the rest.
 Read in the stall, the file holds a mixture that decodes (``[g+1, g+1, g, g, ...]``).
@@ -27,8 +28,9 @@ handle (the twin writer: by its two handles). Checked per scenario: the objects
 delivered whose devices do not all carry the object's generation (torn), whether
 the final generation was delivered, and its latency (its last ``pwrite``
 returned -> delivered). A write's *span* is from its first ``pwrite`` call to
-its last one's return: a delivered mixture of a write whose span stayed under the
-watch's confirmation window (``CONFIRM_QUIET``) is a bug.
+its last one's return. The promise: no mixture with overlapping writers or an idle
+handle; with two handles opened back to back, a watch's first write can be read at
+the first handle's close (inotify hears the two opens as one), later ones not.
 
 Usage::
 

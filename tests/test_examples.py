@@ -95,3 +95,20 @@ def test_publisher_faults_example_shows_each_fault_handled(tmp_path: Path) -> No
         "3. second publisher: refused",
         "   after unprepare, files on the node: []",
     ]
+
+
+def test_deferred_update_example_sees_only_whole_objects(tmp_path: Path) -> None:
+    """examples/deferred_update.py: a fenced driver stalled 500 ms; the watch and a read, whole."""
+    done = subprocess.run(
+        [sys.executable, "examples/deferred_update.py", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "generation 1: network data no"
+    assert "a read in the driver's pause: generation 2, whole," in lines
+    assert "generation 2: network data yes" in lines
+    assert lines[-1] == "every object whole"

@@ -258,6 +258,18 @@ def test_a_write_nobody_opened_for_casts_doubt_for_quiet_only() -> None:
     assert handles.ready(5.202 + QUIET)
 
 
+def test_quiet_bytes_wait_for_a_handle_opened_since_the_last_write() -> None:
+    """Rule 3: a handle opened after the write may write through a mapping, unheard."""
+    handles = Handles()
+    handles.opened(now=1.0)  # a reader that holds the file: the spell never ends
+    write_alone(handles, 1.1)
+    handles.opened(now=1.9)  # a mapped writer opens, and writes without a write event
+    assert not handles.ready(1.101 + QUIET)
+    assert not handles.announce(1.0 + QUIET)  # the reader forgotten; the mapped writer not
+    assert handles.due(2.0) == 1.9 + QUIET
+    assert handles.announce(1.9 + QUIET)
+
+
 def test_a_close_with_no_write_is_worth_a_look_and_a_readers_close_is_not() -> None:
     """A read-write handle closed with no write: a look (a mapped write?); a reader's: none."""
     handles = Handles()

@@ -43,7 +43,8 @@ class Handles:
        (one writer): on that close, when nothing else is open.
     3. Otherwise they are read once no write has been heard for :data:`QUIET`
        (a writer that keeps its handle open; several writers in one spell,
-       whose writes may have interleaved).
+       whose writes may have interleaved), and no handle opened since the last
+       write is still counted (a write through a shared mapping makes no event).
     4. A write heard with no handle counted open (a truncate by path, a handle
        older than the watch, two opens heard as one) makes rule 2 wait until
        :data:`QUIET` has passed since it: rule 3 reads such bytes.
@@ -148,9 +149,14 @@ class Handles:
     def ready(self, now: float) -> bool:
         """Whether the bytes may be read now (nothing written since the last read: yes)."""
         written = self.written_at
-        if written is None or now - written >= QUIET:
+        if written is None or (self._final and now >= self._hidden_until):
             return True
-        return self._final and now >= self._hidden_until
+        if now - written < QUIET:
+            return False
+        # Rule 3 waits for a handle opened since the last write, as long as it is
+        # counted: a write through a shared mapping is not heard.
+        opens = self._opens
+        return not opens or opens[-1] <= written or now - opens[-1] >= QUIET
 
     def due(self, now: float) -> float | None:
         """When the bytes will be ready without another event (monotonic), or ``None``.
@@ -161,8 +167,11 @@ class Handles:
         if written is None or self._announced:
             return None
         due = written + QUIET
-        if self._opens and self._closed:  # the oldest open forgotten may end the spell
-            due = min(due, max(self._opens[0] + QUIET, self._hidden_until))
+        opens = self._opens
+        if opens and opens[-1] > written:
+            due = opens[-1] + QUIET
+        if opens and self._closed:  # the oldest open forgotten may end the spell
+            due = min(due, max(opens[0] + QUIET, self._hidden_until))
         return due
 
     def announce(self, now: float) -> bool:
