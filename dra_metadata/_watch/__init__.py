@@ -35,9 +35,9 @@ generation whose content differs from the one delivered (read mid-write by a
 writer nothing could fence) is delivered again.
 A request directory that cannot be read is retried the same way. Nothing
 below the root is followed if it is a symbolic link (the scanner's policy). For
-one claim UID generations never go backwards; a new UID (the claim was prepared again) is a new object. A file whose
-``st_nlink`` is 0 gets one ``stale`` event: later updates cannot reach this
-container.
+one claim UID generations never go backwards; a new UID (the claim was
+prepared again) is a new object. A file whose ``st_nlink`` is 0 gets one
+``stale`` event: later updates cannot reach this container.
 
 On Linux the watcher uses inotify directly (:mod:`._backends.inotify`): it
 sleeps until the kernel has something to say (or the safety net is due), and
