@@ -35,9 +35,9 @@ class Handles:
     kept longer than :data:`QUIET` after the event that set it:
 
     1. A *spell* runs from an open heard with no handle counted open to the
-       moment none is (each close takes the newest open off the count; an open
-       :data:`QUIET` old is forgotten: a reader that holds the file, an idle
-       writer).
+       moment none is (each close takes the newest open off the count, and so
+       does a read: a handle that reads is a reader's; an open :data:`QUIET`
+       old is forgotten: a reader that holds the file, an idle writer).
     2. Bytes written are read at the end of a spell in which a handle that could
        write closed after the last write and at most one such handle closed
        (one writer): on that close, when nothing else is open.
@@ -72,6 +72,7 @@ class Handles:
         "_final",
         "_hidden_until",
         "_opens",
+        "_readers",
         "_writers",
         "writes",
         "written_at",
@@ -80,6 +81,8 @@ class Handles:
     def __init__(self) -> None:
         #: When each handle heard opening and not closed yet opened (monotonic), oldest first.
         self._opens: list[float] = []
+        # The same, for handles that read since (IN_ACCESS): readers, which end no spell.
+        self._readers: list[float] = []
         self._writers = 0  # handles that could write closed in this spell
         self._closed = False  # one of them closed after the last write
         self._final = False  # the last spell ended as rule 2 asks
@@ -93,6 +96,8 @@ class Handles:
     # Rule 1: the count, and the spell's end.
 
     def _forget(self, now: float) -> None:
+        if self._readers and now - self._readers[0] >= QUIET:
+            self._readers = [at for at in self._readers if now - at < QUIET]
         opens = self._opens
         if opens and now - opens[0] >= QUIET:
             self._opens = [at for at in opens if now - at < QUIET]
@@ -110,6 +115,22 @@ class Handles:
         """``IN_OPEN``: a handle opened (a reader or a writer: the event does not say)."""
         self._forget(now)
         self._opens.append(now)
+
+    def accessed(self, now: float) -> bool:
+        """``IN_ACCESS``: a read. The newest handle counted is taken for a reader's.
+
+        Every watch reads, and two reads' identical events queued back to back are
+        heard as one (two closes as one): a handle that read is kept apart and no
+        longer holds a spell open. True when that ends a spell worth a look now.
+        """
+        self._forget(now)
+        if not self._opens:
+            return False
+        self._readers.append(self._opens.pop())
+        if self._opens:
+            return False
+        self._over()
+        return self._worth_a_look(now)
 
     def modified(self, now: float) -> None:
         """``IN_MODIFY``: a write."""
@@ -131,15 +152,22 @@ class Handles:
         if wrote:
             self._writers += 1
             self._closed = True
-        if self._opens:
+        if self._readers and not wrote:
+            self._readers.pop()
+        elif self._opens:
             self._opens.pop()
             if not self._opens:
                 self._over()
+        elif self._readers:
+            self._readers.pop()
         elif wrote:
             self._over()
         if self.written_at is None:
             return wrote
-        if self._announced or not self.ready(now):
+        return self._worth_a_look(now)
+
+    def _worth_a_look(self, now: float) -> bool:
+        if self.written_at is None or self._announced or not self.ready(now):
             return False
         self._announced = True
         return True
@@ -205,6 +233,7 @@ class Handles:
     def lost(self, now: float) -> None:
         """Events were lost (``IN_Q_OVERFLOW``): every count is unknown; read at :data:`QUIET`."""
         self._opens.clear()
+        self._readers.clear()
         self._writers = 0
         self.modified(now)
 

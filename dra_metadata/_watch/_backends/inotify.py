@@ -67,8 +67,7 @@ _IN_CLOEXEC: Final = os.O_CLOEXEC
 #: A metadata file: its content changed (each write, and the writer's close), its
 #: link count or mode changed (a host rename over it leaves ``st_nlink == 0``),
 #: or it went away; and every open and close, which :class:`Handles` counts.
-#: ``IN_ACCESS`` (a read) keeps an open queued after a read from merging into the
-#: reader's open. ``IN_UNMOUNT`` and ``IN_IGNORED`` come without asking.
+#: ``IN_ACCESS`` (a read) tells a reader's handle from one that may write. ``IN_UNMOUNT`` and ``IN_IGNORED`` come without asking.
 FILE_MASK: Final = (
     _IN_ACCESS
     | _IN_MODIFY
@@ -297,9 +296,12 @@ class Inotify:
             elif mask & (_IN_CLOSE_WRITE | _IN_CLOSE_NOWRITE):
                 if handles.closed(wrote=bool(mask & _IN_CLOSE_WRITE), now=now):
                     pending.add(self._path_of[wd])
+            elif mask & _IN_ACCESS:
+                if handles.accessed(now):
+                    pending.add(self._path_of[wd])
             elif mask & _IN_IGNORED:
                 self._other(wd, mask, b"")
-            elif mask != _IN_ACCESS:  # links or mode changed, moved or deleted: a look
+            else:  # links or mode changed, moved or deleted: a look
                 pending.add(self._path_of[wd])
 
     def _other(self, wd: int, mask: int, name: bytes) -> None:
