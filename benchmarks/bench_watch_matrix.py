@@ -352,7 +352,8 @@ def write(label):
 def emit(label, times, last=False):
     start, wrote, done = times
     record = {"generation": label, "start": start, "wrote": wrote, "done": done, "final": last}
-    print(json.dumps(record), flush=True)
+    # One write(2) per line: the overlapping writers share the pipe (and, forked, the buffer).
+    os.write(1, (json.dumps(record) + "\n").encode())
 
 def overlapping(counter, index):
     rng = random.Random(seed + 1 + index)
@@ -603,6 +604,7 @@ class Child:
     def __init__(self, argv: list[str], on_line: Callable[[str, float], None]) -> None:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - finish() closes it
         self._stderr_text = ""
+        self.errors: list[str] = []  # lines the harness could not read
         self.process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -619,7 +621,10 @@ class Child:
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
-            self._on_line(line.rstrip("\n"), time.monotonic())
+            try:
+                self._on_line(line.rstrip("\n"), time.monotonic())
+            except Exception as err:  # a line the harness cannot read: reported, not fatal
+                self.errors.append(f"{type(err).__name__}: {err} in line {line[:200]!r}")
         self.ended.set()
 
     def send(self, text: str) -> None:
@@ -920,6 +925,8 @@ def _cli(w: Watching) -> None:
             over.wait(0.05)
     finally:
         child.finish(10, interrupt=True)
+    if child.errors:
+        raise RuntimeError(f"unreadable lines of dra-metadata watch: {child.errors[:3]}")
 
 
 API_FUNCTIONS: Final[dict[str, Callable[[Watching], None]]] = {
@@ -1056,6 +1063,7 @@ def run_cell(
             code = writing.child.finish(10)
             if code != 0:
                 cell.broken.append(f"harness: the writer failed ({code}): {writing.child.stderr()}")
+            cell.broken += [f"harness: writer line: {error}" for error in writing.child.errors]
             if group is not None:
                 try:
                     ((seen, events),) = group.results(GRACE + 15)
@@ -1187,9 +1195,11 @@ def run_crowd(
             crowd.broken.append(f"harness: {type(err).__name__}: {err}")
         finally:
             writing.child.finish(10)
+            crowd.broken += [f"harness: writer line: {error}" for error in writing.child.errors]
             for name, member in groups:
                 if isinstance(member, CliWatch):
                     member.child.finish(10, interrupt=True)
+                    crowd.broken += [f"harness: {name}: {error}" for error in member.child.errors]
                     summary = summarize(member.seen, writing.written, final, member.events)
                     crowd.watchers.append(Watcher(name, summary))
                     continue
