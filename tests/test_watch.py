@@ -270,6 +270,15 @@ def test_quiet_bytes_wait_for_a_handle_opened_since_the_last_write() -> None:
     assert handles.announce(1.9 + QUIET)
 
 
+def test_a_writers_open_taken_for_a_readers_still_ends_its_spell_at_its_close() -> None:
+    """A read right after a writer's open takes that open for the reader's: the close still counts."""
+    handles = Handles()
+    handles.opened(now=1.0)  # the writer's open, merged with a watch's read's into one
+    handles.modified(now=1.001)
+    assert not handles.accessed(now=1.002)  # the read takes the one open counted
+    assert handles.closed(wrote=True, now=1.003)  # the writer's close: the spell is over
+
+
 def test_a_close_with_no_write_is_worth_a_look_and_a_readers_close_is_not() -> None:
     """A read-write handle closed with no write: a look (a mapped write?); a reader's: none."""
     handles = Handles()

@@ -158,10 +158,11 @@ class Handles:
             self._opens.pop()
             if not self._opens:
                 self._over()
-        elif self._readers:
-            self._readers.pop()
-        elif wrote:
-            self._over()
+        else:  # its open was taken for a reader's, merged, or older than the watch
+            if self._readers:
+                self._readers.pop()
+            if wrote:
+                self._over()
         if self.written_at is None:
             return wrote
         return self._worth_a_look(now)
