@@ -271,7 +271,7 @@ def test_quiet_bytes_wait_for_a_handle_opened_since_the_last_write() -> None:
 
 
 def test_a_writers_open_taken_for_a_readers_still_ends_its_spell_at_its_close() -> None:
-    """A read right after a writer's open takes that open for the reader's: the close still counts."""
+    """A read right after a writer's open takes that open for a reader's: its close still counts."""
     handles = Handles()
     handles.opened(now=1.0)  # the writer's open, merged with a watch's read's into one
     handles.modified(now=1.001)

@@ -67,7 +67,8 @@ _IN_CLOEXEC: Final = os.O_CLOEXEC
 #: A metadata file: its content changed (each write, and the writer's close), its
 #: link count or mode changed (a host rename over it leaves ``st_nlink == 0``),
 #: or it went away; and every open and close, which :class:`Handles` counts.
-#: ``IN_ACCESS`` (a read) tells a reader's handle from one that may write. ``IN_UNMOUNT`` and ``IN_IGNORED`` come without asking.
+#: ``IN_ACCESS`` (a read) tells a reader's handle from one that may write.
+#: ``IN_UNMOUNT`` and ``IN_IGNORED`` come without asking.
 FILE_MASK: Final = (
     _IN_ACCESS
     | _IN_MODIFY
