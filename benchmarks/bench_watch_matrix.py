@@ -826,16 +826,22 @@ def _watch(w: Watching) -> None:
     )
     try:
         for index, event in enumerate(events):
-            at = time.monotonic()
-            if index == 0:
-                w.go()  # the initial object is in: the others and the writer may start
-            elif event.kind == dm.WatchEventKind.UPDATE and event.metadata is not None:
-                if w.add(seen_of(event.metadata, w.offset, at)):
-                    break
-            else:
-                w.count(event.kind.value)
+            if _heard(w, index, event):
+                break
     finally:
         events.close()
+
+
+def _heard(w: Watching, index: int, event: dm.WatchEvent) -> bool:
+    """One event of ``watch`` or ``awatch`` (``index`` from 0); True when the cell is done."""
+    at = time.monotonic()
+    if index == 0:
+        w.go()  # the initial object is in: the others and the writer may start
+    elif event.kind == dm.WatchEventKind.UPDATE and event.metadata is not None:
+        return w.add(seen_of(event.metadata, w.offset, at))
+    else:
+        w.count(event.kind.value)
+    return False
 
 
 def _awatch(w: Watching) -> None:
@@ -846,15 +852,9 @@ def _awatch(w: Watching) -> None:
         index = 0
         try:
             async for event in events:
-                at = time.monotonic()
+                if _heard(w, index, event):
+                    break
                 index += 1
-                if index == 1:
-                    w.go()
-                elif event.kind == dm.WatchEventKind.UPDATE and event.metadata is not None:
-                    if w.add(seen_of(event.metadata, w.offset, at)):
-                        break
-                else:
-                    w.count(event.kind.value)
         finally:
             await events.aclose()
 
