@@ -168,8 +168,8 @@ def measure(prepares: int, rounds: int, baseline: str, base_dir: str) -> Figures
         if before_package is not None:
             packages["before"] = before_package
         by_call: dict[str, dict[str, float]] = {}
-        for side, package in packages.items():
-            by_call[side] = count_calls(package, work / "node", prepares) if have_strace else {}
+        for name, package in packages.items():
+            by_call[name] = count_calls(package, work / "node", prepares) if have_strace else {}
         times: dict[str, list[float]] = {side: [] for side in packages}
         ratios: list[float] = []
         for round_ in range(rounds):
@@ -177,11 +177,11 @@ def measure(prepares: int, rounds: int, baseline: str, base_dir: str) -> Figures
             if round_ % 2:
                 order.reverse()
             got = {
-                side: run_child(package, work / "node", prepares, None) / prepares
-                for side, package in order
+                name: run_child(package, work / "node", prepares, None) / prepares
+                for name, package in order
             }
-            for side, seconds in got.items():
-                times[side].append(seconds)
+            for name, seconds in got.items():
+                times[name].append(seconds)
             if "before" in got:
                 ratios.append(got["current"] / got["before"])
 

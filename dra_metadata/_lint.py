@@ -199,7 +199,18 @@ def lint(
     raw = stream_bytes(data, "lint()")
     if path is not None:
         path = check_path("path", path)
-    return _lint(raw, path, fast=True)
+    return _lint(raw, path, fast=True, keep=False)[1]
+
+
+def lint_decoded(raw: bytes) -> tuple[DeviceMetadata, list[LintProblem]]:
+    """One pass over a stream: the object :func:`~dra_metadata.decode` returns, and the problems.
+
+    For a writer that checks what it wrote: validation and lint read one decode.
+    Raises :class:`~dra_metadata.DecodeError` as :func:`~dra_metadata.decode` does.
+    """
+    found, problems = _lint(raw, None, fast=True, keep=True)
+    assert found is not None  # kept
+    return found, problems
 
 
 def lint_exact(
@@ -207,22 +218,29 @@ def lint_exact(
 ) -> list[LintProblem]:
     """:func:`lint` with every entry read by the exact (Go-replaying) path; the same answers."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
-    return _lint(raw, None if path is None else os.fspath(path), fast=False)
+    return _lint(raw, None if path is None else os.fspath(path), fast=False, keep=False)[1]
 
 
-def _lint(raw: bytes, path: str | None, *, fast: bool) -> list[LintProblem]:
+def _lint(
+    raw: bytes, path: str | None, *, fast: bool, keep: bool
+) -> tuple[DeviceMetadata | None, list[LintProblem]]:
+    """The problems, and (``keep``) the object Go returns, held while the rest is read."""
     from ._read import decode
 
     stream = _Stream()
     chosen = False  # whether the entry Go returns (the first decoded one) was seen
-    # One entry at a time: each is dropped before the next is read.
+    kept: DeviceMetadata | None = None
+    # One entry at a time: each is dropped before the next is read (unless kept).
     for entry in _entries(raw, fast=fast):
         if not chosen and entry.decoded is None and entry.error is not None:
             break  # the first entry Go meets that is not skipped is broken: decode() raises
         stream.add(entry)
         if entry.decoded is not None:
-            if not chosen and path is not None:
-                _check_path(os.fspath(path), entry.decoded, stream.path_problems)
+            if not chosen:
+                if path is not None:
+                    _check_path(os.fspath(path), entry.decoded, stream.path_problems)
+                if keep:
+                    kept = entry.decoded
             chosen = True
             if entry.raw is not None:
                 _check_keys(entry.raw, stream.entry_problems)
@@ -231,10 +249,10 @@ def _lint(raw: bytes, path: str | None, *, fast: bool) -> list[LintProblem]:
     if not chosen:
         # Go decodes nothing from this stream: raise its error (decoding the bytes
         # again, so that the message is exactly decode()'s).
-        md = decode(raw)
+        kept = decode(raw)
         if path is not None:  # pragma: no cover - decode() raises whenever _entries found none
-            _check_path(os.fspath(path), md, stream.path_problems)
-    return stream.problems()
+            _check_path(os.fspath(path), kept, stream.path_problems)
+    return kept, stream.problems()
 
 
 # --- the stream ---------------------------------------------------------------------------

@@ -15,7 +15,11 @@ it started from:
   :mod:`._fence`, so that a reader never sees half of it), re-moded and
   removed relative to its directory's descriptor; a link, a file of another
   kind, a FIFO or a file with a second hard link where a file belongs is
-  refused, never written, read or removed through;
+  refused, never written, read or removed through (a replace renames over
+  its name, which touches nothing it points to);
+* what cannot be replaced or removed where a file of the caller's belongs (a
+  directory, an immutable or append-only file) is refused with the command
+  that clears it (:meth:`SafeDir.blocked`);
 * a directory removes itself only through the parent it was opened from, and
   only while the parent's entry is still the directory it opened.
 
@@ -33,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shlex
 import stat
 from typing import Final
 
@@ -42,6 +47,7 @@ from ._read import DEFAULT_MAX_SIZE
 
 __all__ = [
     "TEMP_SUFFIX",
+    "InTheWay",
     "SafeDir",
     "made",
     "make_dirs",
@@ -55,9 +61,21 @@ TEMP_SUFFIX: Final = ".tmp"
 _FILE_MODE: Final = 0o644
 _DIR_MODE: Final = 0o755
 _FALLOC_FL_KEEP_SIZE: Final = 1
+#: ``FS_IOC_GETFLAGS`` and the two flags that stop root from replacing or removing a file.
+_FS_IOC_GETFLAGS: Final = 0x80086601
+_FS_IMMUTABLE_FL: Final = 0x10
+_FS_APPEND_FL: Final = 0x20
 
 _O_DIR: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _O_NOFOLLOW_DIR: Final = _O_DIR | os.O_NOFOLLOW
+
+
+class InTheWay(PublishError):
+    """Something not made by the caller where its file belongs, that it cannot clear itself.
+
+    A directory, or an immutable or append-only file: the message ends with the
+    command that clears it (:meth:`SafeDir.blocked`).
+    """
 
 
 def _describe(err: OSError, path: str) -> str:
@@ -74,11 +92,14 @@ class SafeDir:
     A failure is a :class:`PublishError` ``<what>: <path>: <reason>``.
     """
 
-    def __init__(self, fd: int, path: str, what: str) -> None:
+    def __init__(
+        self, fd: int, path: str, what: str, parent: tuple[SafeDir, str] | None = None
+    ) -> None:
         self.fd = fd
         self.path = path
         self.what = what
-        self._parent: tuple[int, str] | None = None
+        #: The directory this one was opened from and its name there (for remove_self).
+        self._parent = parent
 
     def __enter__(self) -> SafeDir:
         return self
@@ -87,13 +108,10 @@ class SafeDir:
         self.close()
 
     def close(self) -> None:
-        """Close the descriptor (and the parent's kept for :meth:`remove_self`)."""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-        if self._parent is not None:
-            os.close(self._parent[0])
-            self._parent = None
+        """Close the descriptor (safe to call twice)."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def failure(
         self, err: OSError, name: str | None = None, *, temp: str | None = None
@@ -113,9 +131,52 @@ class SafeDir:
         path = os.path.join(self.path, name)
         return PublishError(
             f"{self.what}: {path}: {reason}: refused, nothing is written, read or removed "
-            "through it",
+            f"through it; remove it (rm {shlex.quote(path)}) and try again",
             path=path,
         )
+
+    def blocked(self, name: str, belongs: str) -> InTheWay:
+        """The error for what sits at ``name`` and cannot be replaced or removed, with its fix.
+
+        ``belongs`` says what the caller keeps there (``the claim's lock``). A
+        directory is removed with ``rm -r``; an immutable or append-only file needs
+        ``chattr`` first; anything else, ``rm``.
+        """
+        path = os.path.join(self.path, name)
+        quoted = shlex.quote(path)
+        info = self.lstat(name)
+        flags = _attribute_flags(self.fd, name) if info is not None else 0
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            kind, fix = "a directory", f"rm -r {quoted}"
+        elif flags & (_FS_IMMUTABLE_FL | _FS_APPEND_FL):
+            kind = "an immutable file" if flags & _FS_IMMUTABLE_FL else "an append-only file"
+            fix = f"chattr -i -a {quoted} && rm {quoted}"
+        else:
+            kind, fix = "a file that cannot be removed", f"rm {quoted}"
+        return InTheWay(
+            f"{self.what}: {path}: {kind} where {belongs} belongs, not made by this publisher: "
+            f"remove it ({fix}) and try again",
+            path=path,
+        )
+
+    def clear(self, name: str, belongs: str) -> bool:
+        """Make sure nothing is at ``name``, a name only the caller writes; True if one was removed.
+
+        A file of any kind (a link, a FIFO, a second name of another file) is
+        removed: unlinking a name touches nothing it points to. A directory, or a
+        file that cannot be removed, raises :meth:`blocked`.
+        """
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            if err.errno in (errno.EISDIR, errno.EPERM):  # a directory; chattr +i or +a
+                raise self.blocked(name, belongs) from err
+            if err.errno == errno.ENAMETOOLONG:
+                return False
+            raise self.failure(err, name) from err
+        return True
 
     @classmethod
     def open_root(cls, root: str, what: str, *, create: bool) -> SafeDir | None:
@@ -148,9 +209,7 @@ class SafeDir:
             raise self.failure(err, name) from err
         if fd is None:
             return None
-        found = SafeDir(fd, os.path.join(self.path, name), self.what)
-        found._parent = (os.dup(self.fd), name)
-        return found
+        return SafeDir(fd, os.path.join(self.path, name), self.what, (self, name))
 
     def names(self) -> list[str]:
         """The names in the directory, sorted."""
@@ -179,8 +238,13 @@ class SafeDir:
         if info.st_nlink > 1:
             raise self._refuse(name, f"a file with {info.st_nlink} links (a hard link)")
 
-    def open_file(self, name: str, flags: int, mode: int = _FILE_MODE) -> int:
-        """Open a regular file with one link, never through a link, never blocking on a FIFO."""
+    def open_file(
+        self, name: str, flags: int, mode: int = _FILE_MODE, *, belongs: str = "a file"
+    ) -> int:
+        """Open a regular file with one link, never through a link, never blocking on a FIFO.
+
+        A directory at ``name`` is :meth:`blocked` (``belongs``: what the caller keeps there).
+        """
         try:
             fd = os.open(
                 name, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode, dir_fd=self.fd
@@ -188,6 +252,10 @@ class SafeDir:
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise self._refuse(name, "a link") from err
+            if err.errno == errno.ENXIO:
+                raise self._refuse(name, "not a regular file (a FIFO or a socket)") from err
+            if err.errno == errno.EISDIR:
+                raise self.blocked(name, belongs) from err
             raise self.failure(err, name) from err
         try:
             self._check_target(name, os.fstat(fd))
@@ -233,28 +301,34 @@ class SafeDir:
         raise self._refuse(name, f"larger than {whose} of {limit} bytes")
 
     def replace(
-        self, name: str, data: bytes, *, mode: int = _FILE_MODE, locked: bool = False
+        self,
+        name: str,
+        data: bytes,
+        *,
+        mode: int = _FILE_MODE,
+        locked: bool = False,
+        belongs: str = "a file",
     ) -> None:
         """Replace ``name`` atomically: write a temporary file, fsync it, rename it over ``name``.
 
         The temporary is ``.<name>.<random>.tmp``; with ``locked`` (the caller holds a
-        lock that serialises every writer of ``name``) it is ``.<name>.tmp``, and one a
-        killed write left is removed first: its cleanup needs no listing of the directory.
+        lock that serialises every writer of ``name``) it is ``.<name>.tmp``, and what a
+        killed write (or anyone) left there is cleared first (:meth:`clear`): no listing
+        of the directory is needed. Whatever file is at ``name`` is replaced (the rename
+        touches nothing a link there points to); a directory, or an immutable or
+        append-only file, is refused with its fix (:meth:`blocked`; ``belongs`` says
+        what the caller keeps at ``name``).
         """
-        self._check_target(name, self.lstat(name))
-        if locked:
-            temp = temporary_name(name)
-            self.remove_temporary(name)
-        else:
-            temp = f".{name}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
+        temp = temporary_name(name) if locked else f".{name}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             try:
-                fd = os.open(
-                    temp,
-                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                    mode,
-                    dir_fd=self.fd,
-                )
+                fd = os.open(temp, flags, mode, dir_fd=self.fd)
+            except FileExistsError:
+                if not locked:
+                    raise
+                self.clear(temp, f"the temporary file of {name}")
+                fd = os.open(temp, flags, mode, dir_fd=self.fd)
             except OSError as err:
                 raise self.failure(err, name, temp=temp) from err
             try:
@@ -267,6 +341,8 @@ class SafeDir:
         except OSError as err:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=self.fd)
+            if err.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST, errno.EPERM):
+                raise self.blocked(name, belongs) from err
             raise self.failure(err, name) from err
         except BaseException:
             with contextlib.suppress(OSError):
@@ -277,7 +353,7 @@ class SafeDir:
         except OSError as err:
             raise self.failure(err) from err
 
-    def rewrite(self, name: str, data: bytes) -> None:
+    def rewrite(self, name: str, data: bytes, *, belongs: str = "a file") -> None:
         """Truncate ``name`` (created if missing, mode 0644) and write ``data`` into the same inode.
 
         Room for ``data`` is reserved first where the file system can (``fallocate``
@@ -287,7 +363,7 @@ class SafeDir:
         :data:`~._fence.WRITER_WAIT`): readers that take the fence, as every
         reader of this package does, never see the file half written.
         """
-        fd = self.open_file(name, os.O_WRONLY | os.O_CREAT)
+        fd = self.open_file(name, os.O_WRONLY | os.O_CREAT, belongs=belongs)
         try:
             # The fence (_fence): no reader that takes its read lock sees the file between
             # the truncate and the last byte. Let go before the fsync and the close.
@@ -333,10 +409,10 @@ class SafeDir:
             raise self.failure(err, name) from err
 
     def remove_self(self) -> None:
-        """Remove this directory, when empty, through the parent it was opened from."""
-        if self._parent is None:
+        """Remove this directory, when empty, through the parent it was opened from (still open)."""
+        if self._parent is None or self._parent[0].fd < 0:
             return
-        parent_fd, name = self._parent
+        parent_fd, name = self._parent[0].fd, self._parent[1]
         info = self.lstat(".")
         try:
             here = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
@@ -351,11 +427,11 @@ class SafeDir:
                 raise self.failure(err) from err
 
     def remove_temporary(self, name: str) -> None:
-        """Remove ``.<name>.tmp``, what a killed locked :meth:`replace` left (no listing)."""
-        temp = temporary_name(name)
-        info = self.lstat(temp)
-        if info is not None and not stat.S_ISDIR(info.st_mode):
-            self.unlink(temp)
+        """Remove ``.<name>.tmp``, what a killed locked :meth:`replace` left (no listing).
+
+        A directory there, or a file that cannot be removed, raises :meth:`blocked`.
+        """
+        self.clear(temporary_name(name), f"the temporary file of {name}")
 
     def remove_temporaries(self, name: str) -> None:
         """Remove the temporaries ``.<name>.<random>.tmp`` and ``.<name>.tmp`` writes left."""
@@ -384,24 +460,18 @@ def _open_dir_at(parent: int, name: str, *, create: bool) -> int | None:
     and only while it is empty and ours: a directory swapped in is never touched.
     """
     created = False
-    if create:
+    fd = _open_dir_nofollow(parent, name, create=create)
+    if fd is None:
+        if not create:
+            return None
         try:
             os.mkdir(name, _DIR_MODE, dir_fd=parent)
             created = True
         except FileExistsError:
             pass
-    try:
-        fd = os.open(name, _O_NOFOLLOW_DIR, dir_fd=parent)
-    except FileNotFoundError:
-        if create:
-            raise
-        return None
-    except OSError as err:
-        if err.errno == errno.ENAMETOOLONG and not create:
-            return None  # nothing of that name can exist
-        if err.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise NotADirectoryError(err.errno, os.strerror(err.errno), name) from err
-        raise
+        fd = _open_dir_nofollow(parent, name, create=True)
+        if fd is None:  # removed again at once: the caller's error
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
     if created:
         try:
             info = os.fstat(fd)
@@ -415,6 +485,39 @@ def _open_dir_at(parent: int, name: str, *, create: bool) -> int | None:
             os.close(fd)
             raise
     return fd
+
+
+def _open_dir_nofollow(parent: int, name: str, *, create: bool) -> int | None:
+    """``openat(parent, name, O_NOFOLLOW|O_DIRECTORY)``; None when missing."""
+    try:
+        return os.open(name, _O_NOFOLLOW_DIR, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        if err.errno == errno.ENAMETOOLONG and not create:
+            return None  # nothing of that name can exist
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise NotADirectoryError(err.errno, os.strerror(err.errno), name) from err
+        raise
+
+
+def _attribute_flags(directory: int, name: str) -> int:
+    """The inode flags (``chattr``) of the file ``name``, 0 where they cannot be read."""
+    import fcntl
+
+    try:
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory
+        )
+    except OSError:
+        return 0
+    try:
+        buffer = fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+    return int.from_bytes(buffer[:4], "little")
 
 
 def make_dirs(directory: str | os.PathLike[str]) -> None:
@@ -466,6 +569,7 @@ def replace_file(path: str | os.PathLike[str], data: bytes) -> None:
     """
     directory, name = _parent_dir(path, "write file")
     with directory:
+        directory._check_target(name, directory.lstat(name))
         directory.replace(name, data)
 
 

@@ -1060,9 +1060,8 @@ class MountedMetadataTree(MetadataTree):
 
     def _put(self, key: _FileKey, data: bytes, mode: WriteMode) -> None:
         pub, claim = self.publisher(key.driver), self._claim_ref(key.claim)
-        pub._write_metadata(claim, key.base, data, "in-place" if mode == "in-place" else "replace")
+        pub.write_bytes(claim, key.base, data, mode="in-place" if mode == "in-place" else "replace")
         if key not in self._mounts:
-            pub._write_cdi_spec(claim, key.base)
             self._mount(key)
 
     def _spec_mount(self, key: _FileKey) -> tuple[Path, Path, list[str]]:
@@ -1139,7 +1138,7 @@ class MountedMetadataTree(MetadataTree):
 
     def _delete(self, key: _FileKey) -> None:
         # The request's file, its directory and CDI spec; the claim's directory when empty.
-        self.publisher(key.driver)._remove_request(self._claim_ref(key.claim), key.base)
+        self.publisher(key.driver).remove_request(self._claim_ref(key.claim), key.base)
 
     def close(self) -> None:
         """Unmount every container path (the files stay). Safe to call more than once."""

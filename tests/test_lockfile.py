@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 import dra_metadata as dm
-from dra_metadata._lockfile import ClaimLock, lock_holders
+from dra_metadata._publish._call import Call
+from dra_metadata._publish._lock import ClaimLock, lock_holders
 from dra_metadata._safedir import SafeDir, made
 
 HOLDER = textwrap.dedent(
@@ -71,16 +72,24 @@ def opened(path: Path) -> SafeDir:
     return made(SafeDir.open_root(str(path), "prepare", create=False))
 
 
+def claim_lock(directory: SafeDir, timeout: float = 20.0) -> ClaimLock:
+    """The lock ``c.lock`` in ``directory``, for a call on ml/c that waits ``timeout`` s."""
+    call = Call("prepare", dm.ClaimRef(name="c", namespace="ml", uid="u"), None, timeout)
+    return ClaimLock(directory, "c.lock", call, "the claim's lock")
+
+
 def test_a_lock_held_elsewhere_times_out_naming_the_file_and_the_holder(tmp_path: Path) -> None:
     """Past the timeout: PublishError naming the lock file, the holder's PID and command."""
     with held_elsewhere(tmp_path / "c.lock") as holder, opened(tmp_path) as directory:
-        lock = ClaimLock(directory, "c.lock")
         started = time.monotonic()
-        with pytest.raises(dm.PublishError) as err:
-            lock.acquire(deadline=started + 0.3, timeout=0.3)
+        lock = claim_lock(directory, 0.3)
+        with pytest.raises(dm.PublishError) as err, lock:
+            lock.acquire()
         waited = time.monotonic() - started
     assert 0.3 <= waited < 5
-    assert str(err.value).startswith(f"prepare: {tmp_path / 'c.lock'}: still locked after 0.3 s")
+    assert str(err.value).startswith(
+        f"prepare ml/c: {tmp_path / 'c.lock'}: still locked after 0.3 s"
+    )
     assert f"held by process {holder.pid} ({sys.executable} -c " in str(err.value)
     assert err.value.path == str(tmp_path / "c.lock")
 
@@ -102,13 +111,13 @@ def test_lock_holders_maps_the_inode_to_the_pid_in_proc_locks(tmp_path: Path) ->
 def test_a_wait_ends_as_soon_as_the_holder_lets_go(tmp_path: Path) -> None:
     """A lock let go during the wait is taken then, well before the deadline."""
     with opened(tmp_path) as directory:
-        first = ClaimLock(directory, "c.lock")
-        first.acquire(deadline=time.monotonic() + 1, timeout=1)
+        first = claim_lock(directory, 1)
+        first.acquire()
         timer = threading.Timer(0.2, first.release)
         timer.start()
-        second = ClaimLock(directory, "c.lock")
+        second = claim_lock(directory)
         started = time.monotonic()
-        second.acquire(deadline=started + 20, timeout=20)
+        second.acquire()
         assert time.monotonic() - started < 5
         timer.join()
         second.release()
@@ -117,24 +126,26 @@ def test_a_wait_ends_as_soon_as_the_holder_lets_go(tmp_path: Path) -> None:
 def test_a_lock_file_removed_by_its_holder_is_opened_anew_by_the_waiter(tmp_path: Path) -> None:
     """The holder removes the file as it lets go: the waiter locks the file there now."""
     with opened(tmp_path) as directory:
-        first = ClaimLock(directory, "c.lock")
-        first.acquire(deadline=time.monotonic() + 1, timeout=1)
-        timer = threading.Timer(0.2, lambda: first.release(remove=True))
+        first = claim_lock(directory, 1)
+        first.acquire()
+        first.remove = True
+        timer = threading.Timer(0.2, first.release)
         timer.start()
-        second = ClaimLock(directory, "c.lock")
-        second.acquire(deadline=time.monotonic() + 20, timeout=20)
+        second = claim_lock(directory)
+        second.acquire()
         timer.join()
         assert (tmp_path / "c.lock").exists()
         assert not can_lock(tmp_path / "c.lock")  # the waiter holds the file that is there
-        second.release(remove=True)
+        second.remove = True
+        second.release()
     assert not (tmp_path / "c.lock").exists()
 
 
 def test_a_forked_child_does_not_keep_the_lock_once_it_is_released(tmp_path: Path) -> None:
     """A child forked while the lock is held shares it; release (LOCK_UN) frees it for all."""
     with opened(tmp_path) as directory:
-        lock = ClaimLock(directory, "c.lock")
-        lock.acquire(deadline=time.monotonic() + 1, timeout=1)
+        lock = claim_lock(directory, 1)
+        lock.acquire()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child only sleeps
             time.sleep(30)
@@ -165,8 +176,8 @@ LIST_FDS = textwrap.dedent(
 def test_a_program_executed_while_the_lock_is_held_does_not_inherit_it(tmp_path: Path) -> None:
     """The lock's descriptor is close-on-exec: a child started without closing fds has none."""
     with opened(tmp_path) as directory:
-        lock = ClaimLock(directory, "c.lock")
-        lock.acquire(deadline=time.monotonic() + 1, timeout=1)
+        lock = claim_lock(directory, 1)
+        lock.acquire()
         try:
             done = subprocess.run(
                 [sys.executable, "-c", LIST_FDS],

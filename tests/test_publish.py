@@ -336,7 +336,11 @@ def test_update_of_a_file_without_state_that_does_not_decode_is_a_decode_error(
     os.unlink(pub.state_path(CLAIM))
     path = Path(pub.metadata_path(CLAIM, REQUEST))
     path.write_bytes(b"{broken")
-    with pytest.raises(dm.DecodeError, match=r"^decode existing metadata: .*metadata\.json: "):
+    with pytest.raises(
+        dm.DecodeError,
+        match=r'^update default/my-claim request "gpu-request": decode existing metadata: '
+        r".*metadata\.json: ",
+    ):
         pub.update(CLAIM, REQUEST, [pub.device("node-1", "gpu-0")])
     assert path.read_bytes() == b"{broken"
     assert not os.path.exists(pub.lock_path(CLAIM))  # not prepared by this publisher: no lock
@@ -548,12 +552,12 @@ def leftovers(root: str) -> list[str]:
 def test_a_device_that_cannot_be_encoded_writes_nothing(pub: dm.MetadataPublisher) -> None:
     """A value encode() cannot write is a PublishError before any file or directory is made."""
     bad = dm.Device(DRIVER, "n", "d", attributes={"x": object()})  # type: ignore[dict-item]
-    with pytest.raises(dm.PublishError, match=r"^encode metadata: "):
+    with pytest.raises(dm.PublishError, match=r'^prepare default/my-claim request "r": encode '):
         pub.prepare(CLAIM, "r", [bad])
     assert not Path(pub.plugin_data_dir).exists()
     pub.prepare(CLAIM, "r", [pub.device("n", "d")])
     before = Path(pub.metadata_path(CLAIM, "r")).read_bytes()
-    with pytest.raises(dm.PublishError, match=r"^encode metadata: "):
+    with pytest.raises(dm.PublishError, match=r'^update default/my-claim request "r": encode '):
         pub.update(CLAIM, "r", [bad])
     assert Path(pub.metadata_path(CLAIM, "r")).read_bytes() == before
 
@@ -563,7 +567,8 @@ def test_a_failed_rename_leaves_no_temporary_file(pub: dm.MetadataPublisher) -> 
     target = Path(pub.metadata_path(CLAIM, "r"))
     (target / "occupied").mkdir(parents=True)
     with pytest.raises(
-        dm.PublishError, match=r"^read metadata file: .*metadata\.json: not a regular file"
+        dm.PublishError,
+        match=r"metadata\.json: a directory where the request's metadata file belongs, .*rm -r ",
     ) as err:
         pub.prepare(CLAIM, "r", [pub.device("n", "d")])
     assert err.value.path == str(target)
@@ -632,7 +637,8 @@ def test_a_read_only_directory_is_a_publish_error(tmp_path: Path, read_only_dir:
     pub = dm.MetadataPublisher(DRIVER, plugin_data_dir=tmp_path / "p", cdi_dir=read_only_dir)
     with pytest.raises(
         dm.PublishError,
-        match=r"^prepare: .*/cdi/\.example\.com_metadata_1234-claim-uid\.lock: "
+        match=r'^prepare default/my-claim request "r": '
+        r".*/cdi/\.example\.com_metadata_1234-claim-uid\.lock: "
         r"(read-only|permission)",
     ):
         pub.prepare(CLAIM, "r", [pub.device("n", "d")])
@@ -798,35 +804,37 @@ def test_temporaries_of_killed_writes_go_at_the_next_call_and_at_unprepare(
     """What a kill -9 mid-write leaves (node, CDI and state temporaries) goes; others' stay.
 
     The publisher's temporaries are ``.<name>.tmp`` (its writes are under the claim's
-    locks); in the claim's own directory, ``.<name>.<random>.tmp`` go too.
+    locks): the next write of ``<name>`` clears its own, with no listing (an update
+    writes the state and the file, a prepare the spec too); unprepare clears them all,
+    and the ``.<name>.<random>.tmp`` another writer left in the claim's own directories.
     """
     pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    spec = Path(pub.cdi_spec_path(CLAIM, "r"))
+    state = Path(pub.state_path(CLAIM))
+    request_dir = Path(pub.metadata_path(CLAIM, "r")).parent
+    random = request_dir / ".metadata.json.1a2b3c4d.tmp"
+    written = {
+        "file": request_dir / ".metadata.json.tmp",
+        "state": state.parent / f".{state.name}.tmp",
+        "spec": spec.parent / f".{spec.name}.tmp",
+    }
 
-    def plant() -> list[Path]:
-        spec = Path(pub.cdi_spec_path(CLAIM, "r"))
-        state = Path(pub.state_path(CLAIM))
-        request_dir = Path(pub.metadata_path(CLAIM, "r")).parent
-        planted = [
-            request_dir / ".metadata.json.1a2b3c4d.tmp",
-            request_dir / ".metadata.json.tmp",
-            spec.parent / f".{spec.name}.tmp",
-            state.parent / f".{state.name}.tmp",
-        ]
-        for path in planted:
+    def plant() -> None:
+        for path in [random, *written.values()]:
             path.write_bytes(b"half")
-        return planted
 
     others = Path(pub.cdi_dir) / ".other.example.com_metadata_u9_r.json.1a2b3c4d.tmp"
     others.write_bytes(b"not ours")
-    planted = plant()
+    plant()
     pub.update(CLAIM, "r", [pub.device("n", "d")])
-    assert [path for path in planted if path.exists()] == []
-    planted = plant()
+    assert sorted(name for name, path in written.items() if path.exists()) == ["spec"]
+    assert random.exists()
+    plant()
     pub.prepare(CLAIM, "r", [pub.device("n", "d")])  # the kubelet prepares again
-    assert [path for path in planted if path.exists()] == []
-    planted = plant()
+    assert [path for path in written.values() if path.exists()] == []
+    plant()
     pub.unprepare(CLAIM)
-    assert [path for path in planted if path.exists()] == []
+    assert [path for path in [random, *written.values()] if path.exists()] == []
     assert others.exists()
 
 

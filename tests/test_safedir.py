@@ -18,7 +18,14 @@ import pytest
 
 import dra_metadata as dm
 from dra_metadata._read import DEFAULT_MAX_SIZE
-from dra_metadata._safedir import SafeDir, made, make_dirs, replace_file, rewrite_in_place
+from dra_metadata._safedir import (
+    InTheWay,
+    SafeDir,
+    made,
+    make_dirs,
+    replace_file,
+    rewrite_in_place,
+)
 
 
 @pytest.fixture
@@ -240,13 +247,17 @@ def test_a_locked_replace_uses_one_temporary_name_and_clears_a_killed_ones(
 
 
 def test_remove_temporary_removes_that_name_only_and_never_a_directory(tmp_path: Path) -> None:
-    """remove_temporary("x") removes ``.x.tmp`` (a file or a link) and nothing else, no listing."""
+    """remove_temporary("x") removes ``.x.tmp`` (a file or a link) and nothing else, no listing.
+
+    A directory there is refused (InTheWay) with the command that removes it.
+    """
     (tmp_path / ".x.tmp").write_bytes(b"half")
     (tmp_path / ".x.1a2b3c4d.tmp").write_bytes(b"half")
     (tmp_path / ".y.tmp").mkdir()
     with opened(tmp_path) as directory:
         directory.remove_temporary("x")
-        directory.remove_temporary("y")
+        with pytest.raises(InTheWay, match=r"\.y\.tmp: a directory where .*\(rm -r .*\.y\.tmp\)"):
+            directory.remove_temporary("y")
         directory.remove_temporary("missing")
     assert sorted(os.listdir(tmp_path)) == [".x.1a2b3c4d.tmp", ".y.tmp"]
 

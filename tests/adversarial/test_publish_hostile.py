@@ -133,16 +133,23 @@ def test_a_link_where_a_directory_belongs_is_refused_and_nothing_is_done_through
 
 @pytest.mark.parametrize("kind", ["symlink", "hardlink", "fifo", "directory"])
 @pytest.mark.parametrize("mode", ["replace", "in-place"])
-def test_metadata_json_that_is_not_one_regular_file_is_refused(
+def test_metadata_json_that_is_not_one_regular_file_is_replaced_or_refused_never_written_through(
     tmp_path: Path, kind: str, mode: str
 ) -> None:
-    """A link, a hard link, a FIFO or a directory as metadata.json: refused, victim untouched."""
+    """A link, a hard link, a FIFO or a directory as metadata.json: the victim stays untouched.
+
+    An atomic update renames over the name (nothing it points to is touched); an
+    in-place one refuses to write through it; a directory is refused by both, with
+    the command that removes it. Unprepare removes every file there, and names the
+    directory with its fix; nothing of the claim is left but the planted directory.
+    """
     pub = publisher(tmp_path)
     foreign = victim(tmp_path)
     pub.prepare(CLAIM, "gpu", [pub.device("n", "d")])
     path = Path(pub.metadata_path(CLAIM, "gpu"))
     path.unlink()
     secret = foreign / "gpu" / "metadata.json"
+    before = snapshot(foreign)  # a hard link adds a name to the victim; the publisher's goes
     if kind == "symlink":
         path.symlink_to(secret)
     elif kind == "hardlink":
@@ -151,13 +158,37 @@ def test_metadata_json_that_is_not_one_regular_file_is_refused(
         os.mkfifo(path)
     else:
         path.mkdir()
-    before = snapshot(foreign)
-    with pytest.raises(
-        dm.PublishError, match=r"metadata\.json: (a link|not a regular|a file with)"
-    ):
-        pub.update(CLAIM, "gpu", [pub.device("n", "d")], mode=mode)  # type: ignore[arg-type]
-    with pytest.raises(dm.PublishError, match="not written by this publisher"):
+
+    def update() -> dm.DeviceMetadata:
+        return pub.update(CLAIM, "gpu", [pub.device("n", "d")], mode=mode)  # type: ignore[arg-type]
+
+    if kind == "directory":
+        with pytest.raises(
+            dm.PublishError, match=r"a directory where .* \(rm -r .*metadata\.json\)"
+        ):
+            update()
+        with pytest.raises(
+            dm.PublishError, match=r"a directory where .* \(rm -r .*metadata\.json\)"
+        ):
+            pub.unprepare(CLAIM)
+        assert path.is_dir()
+        assert [p for p in Path(pub.claim_dir(CLAIM)).rglob("*") if p != path] == [path.parent]
+    else:
+        if mode == "in-place":
+            with pytest.raises(
+                dm.PublishError,
+                match=r"metadata\.json: (a link|not a regular|a file with).*"
+                r"\(rm .*metadata\.json\)",
+            ):
+                update()
+        else:
+            assert update().metadata.generation == 2
+            assert path.is_file()
+            assert not path.is_symlink()
+            assert os.stat(path).st_nlink == 1
         pub.unprepare(CLAIM)
+        assert not Path(pub.claim_dir(CLAIM)).exists()
+    assert os.listdir(pub.cdi_dir) == []
     assert snapshot(foreign) == before
     assert os.stat(secret).st_mode & 0o777 == 0o600
 
@@ -165,7 +196,11 @@ def test_metadata_json_that_is_not_one_regular_file_is_refused(
 def test_a_directory_with_a_spec_name_in_the_cdi_dir_does_not_stop_unprepare(
     tmp_path: Path,
 ) -> None:
-    """It was not written here: unprepare removes the claim's own files and leaves it."""
+    """It was not written here: unprepare removes the claim's own files and leaves it.
+
+    A spec name of a request the claim does not have is not looked at; one of a
+    request it has is named, with the command that removes it.
+    """
     pub = publisher(tmp_path)
     pub.prepare(CLAIM, "gpu", [pub.device("n", "d")])
     squatter = Path(pub.cdi_spec_path(CLAIM, "other"))
@@ -174,6 +209,14 @@ def test_a_directory_with_a_spec_name_in_the_cdi_dir_does_not_stop_unprepare(
     pub.unprepare(CLAIM)
     assert sorted(os.listdir(pub.cdi_dir)) == [squatter.name]
     assert not Path(pub.claim_dir(CLAIM)).exists()
+    pub.prepare(CLAIM, "gpu", [pub.device("n", "d")])
+    Path(pub.cdi_spec_path(CLAIM, "gpu")).unlink()
+    Path(pub.cdi_spec_path(CLAIM, "gpu")).mkdir()
+    with pytest.raises(dm.PublishError, match=r"a directory where the request's CDI spec .*rm -r"):
+        pub.unprepare(CLAIM)
+    assert not Path(pub.claim_dir(CLAIM)).exists()
+    spec = Path(pub.cdi_spec_path(CLAIM, "gpu"))
+    assert sorted(os.listdir(pub.cdi_dir)) == sorted([squatter.name, spec.name])
 
 
 def test_unprepare_removes_only_what_the_publisher_writes(tmp_path: Path) -> None:
@@ -183,7 +226,9 @@ def test_unprepare_removes_only_what_the_publisher_writes(tmp_path: Path) -> Non
     pub.prepare(CLAIM, "nic", [pub.device("n", "e")])
     foreign = Path(pub.claim_dir(CLAIM), "gpu", "notes.txt")
     foreign.write_text("mine")
-    with pytest.raises(dm.PublishError, match=r"left .*gpu/notes\.txt: not written by this"):
+    with pytest.raises(
+        dm.PublishError, match=r"left 1 path: .*gpu/notes\.txt: not written by this"
+    ):
         pub.unprepare(CLAIM)
     assert foreign.read_text() == "mine"
     assert not Path(pub.metadata_path(CLAIM, "gpu")).exists()
@@ -513,7 +558,10 @@ def kill_runs(tmp_path: Path, mode: str, runs: int) -> tuple[int, int, int]:
     """``runs`` writers killed at random moments; after each the next call is made.
 
     Returns (files that did not decode after a kill, generations that went back,
-    temporaries that survived the next call).
+    temporaries that survived the next call, or the unprepare at the end). The next
+    call is an update, which writes the state and the file but not the CDI spec: the
+    spec's temporary (hidden, and no ``.json``: CDI never reads it) waits for the
+    next prepare or the unprepare.
     """
     pub = publisher(tmp_path)
     pub.prepare(CLAIM, "gpu", [pub.device("n", "d")])
@@ -550,7 +598,7 @@ def kill_runs(tmp_path: Path, mode: str, runs: int) -> tuple[int, int, int]:
         if generation <= highest:
             back += 1
         highest = generation
-        survived += len(leftovers(Path(pub.plugin_data_dir), Path(pub.cdi_dir)))
+        survived += len(leftovers(Path(pub.plugin_data_dir)))
     pub.unprepare(CLAIM)
     survived += len(leftovers(Path(pub.plugin_data_dir), Path(pub.cdi_dir)))
     assert os.listdir(pub.cdi_dir) == []
