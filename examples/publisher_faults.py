@@ -12,7 +12,13 @@ what :class:`~dra_metadata.MetadataPublisher` makes of them (docs/driver.md,
    the claim whatever the state holds;
 3. a second copy of the driver, with another plugin data directory, writes to the
    same CDI directory: its ``prepare()`` of a claim the first one holds is
-   refused, and the first one's spec is kept.
+   refused, and the first one's spec is kept;
+4. a directory where the publisher writes a temporary file (a tool run as root
+   made it): ``prepare()`` refuses with the command that removes it,
+   ``unprepare()`` removes everything else and names it with the same command;
+   run, the command clears it for good;
+5. Ctrl-C while a call waits for a lock: the wait ends at once with
+   ``KeyboardInterrupt``, holding nothing, and the next call takes the claim.
 
 Every failure is a ``PublishError``: a driver returns its message as the claim's
 error, and the kubelet retries. Run ``python examples/publisher_faults.py [DIR]``
@@ -22,9 +28,13 @@ error, and the kubelet retries. Run ``python examples/publisher_faults.py [DIR]`
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 import dra_metadata as dm
 
@@ -83,6 +93,47 @@ def main(node: str) -> None:
         rival.prepare(CLAIM, "gpu", [rival.device("worker-0", "gpu-0")])
     except dm.PublishError as err:
         print("3. second publisher:", "refused" if "another publisher" in str(err) else err)
+
+    # 4: a directory where the CDI spec's temporary file goes.
+    spec = pub.cdi_spec_path(CLAIM, "gpu")
+    planted = os.path.join(os.path.dirname(spec), f".{os.path.basename(spec)}.tmp")
+    os.makedirs(os.path.join(planted, "inside"))
+    fixes: list[str] = []
+    for call in (lambda: pub.prepare(CLAIM, "gpu", [gpu]), lambda: pub.unprepare(CLAIM)):
+        try:
+            call()
+        except dm.PublishError as err:
+            fixes.extend(re.findall(r"\((rm -r [^)]*)\)", str(err)))
+    same = len(fixes) == 2 and fixes[0] == fixes[1]
+    print("4. planted directory: both calls name it with", "one fix" if same else fixes)
+    subprocess.run(["sh", "-c", fixes[0]], check=True)
+    pub.prepare(CLAIM, "gpu", [gpu])
+    generation = dm.read_file(pub.metadata_path(CLAIM, "gpu")).metadata.generation
+    print(f"   after the fix, prepared again at generation {generation}")
+
+    # 5: Ctrl-C while a call waits for the claim's lock.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, pub.lock_path(CLAIM)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    assert holder.stdout.readline() == "locked\n"
+    patient = dm.MetadataPublisher(
+        DRIVER, plugin_data_dir=pub.plugin_data_dir, cdi_dir=pub.cdi_dir, lock_timeout=30
+    )
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+    started = time.monotonic()
+    try:
+        patient.update(CLAIM, "gpu", [gpu])
+    except KeyboardInterrupt:
+        waited = time.monotonic() - started
+        print("5. Ctrl-C in a wait of 30 s:", "ends it at once" if waited < 5 else waited)
+    finally:
+        holder.communicate("")
+    generation = patient.update(CLAIM, "gpu", [gpu]).metadata.generation
+    print(f"   the next update takes the claim: generation {generation}")
 
     pub.unprepare(CLAIM)
     files = [name for _, _, names in os.walk(node) for name in names]

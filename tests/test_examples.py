@@ -78,7 +78,8 @@ def test_ml_workload_without_metadata_fails_cleanly(tmp_path: Path) -> None:
 
 
 def test_publisher_faults_example_shows_each_fault_handled(tmp_path: Path) -> None:
-    """examples/publisher_faults.py: a held lock named, a damaged state passed, a rival refused."""
+    """examples/publisher_faults.py: a held lock, a damaged state, a rival, a planted
+    directory and a Ctrl-C, each handled."""
     done = subprocess.run(
         [sys.executable, "examples/publisher_faults.py", str(tmp_path)],
         cwd=REPO,
@@ -93,6 +94,10 @@ def test_publisher_faults_example_shows_each_fault_handled(tmp_path: Path) -> No
         "1. lock held elsewhere: names the lock and its holder",
         "2. damaged state: prepare went on above the file's generation: 2",
         "3. second publisher: refused",
+        "4. planted directory: both calls name it with one fix",
+        "   after the fix, prepared again at generation 1",
+        "5. Ctrl-C in a wait of 30 s: ends it at once",
+        "   the next update takes the claim: generation 2",
         "   after unprepare, files on the node: []",
     ]
 

@@ -133,17 +133,17 @@ class _Deferral:
                 handler(signum, frame)
 
     def end(self) -> list[tuple[_Handler, int, FrameType | None]]:
-        """Restore the handlers; return what is left to run, each with its handler."""
-        pending = [
-            (self.saved[signum], signum, frame)
-            for signum, frame in self.pending
-            if signum in self.saved
-        ]
-        self.pending = []
+        """Restore the handlers; return what is left to run, each with its handler.
+
+        The handlers go back first: a signal recorded until then is in the list, and
+        one that lands after runs its own handler at once.
+        """
+        saved = dict(self.saved)
         if _Deferral.active is self:
             _Deferral.active = None
         self.restore()
-        return pending
+        pending, self.pending = self.pending, []
+        return [(saved[signum], signum, frame) for signum, frame in pending if signum in saved]
 
     def restore(self) -> None:
         """Put every saved handler back (a signal landing meanwhile finds its own or ours)."""
