@@ -15,7 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -515,6 +515,68 @@ def test_bad_requests_and_uids_are_refused_and_nothing_is_written(
         pub.prepare(claim, request_name, [pub.device("n", "d")])
     assert not Path(pub.plugin_data_dir).exists()
     assert not Path(pub.cdi_dir).exists()
+
+
+#: Request names no Kubernetes object has, each once refused with a bare InvalidNameError
+#: or a TypeError from a message formatter.
+BAD_REQUESTS: list[object] = [
+    "..",
+    ".",
+    "a/b/c",
+    "a\0b",
+    "",
+    "/",
+    "gpu/",
+    "/gpu",
+    "gpu/..",
+    None,
+    5,
+]
+
+
+@pytest.mark.parametrize("request_name", BAD_REQUESTS, ids=repr)
+def test_every_call_refuses_a_bad_request_name_with_a_publish_error_naming_it(
+    pub: dm.MetadataPublisher, request_name: str
+) -> None:
+    """Every call and path helper: a PublishError that is an InvalidNameError, the value named."""
+    gpu = pub.device("n", "d")
+    pub.prepare(CLAIM, "gpu", [gpu])
+    calls: dict[str, Callable[[], object]] = {
+        "prepare": lambda: pub.prepare(CLAIM, request_name, [gpu]),
+        "update": lambda: pub.update(CLAIM, request_name, [gpu]),
+        "write_bytes": lambda: pub.write_bytes(CLAIM, request_name, b"{}"),
+        "remove_request": lambda: pub.remove_request(CLAIM, request_name),
+        "metadata": lambda: pub.metadata(CLAIM, request_name, [gpu]),
+        "metadata_path": lambda: pub.metadata_path(CLAIM, request_name),
+        "container_path": lambda: pub.container_path(CLAIM, request_name),
+        "cdi_device": lambda: pub.cdi_device(CLAIM, request_name),
+        "cdi_spec_path": lambda: pub.cdi_spec_path(CLAIM, request_name),
+        "cdi_spec": lambda: pub.cdi_spec(CLAIM, request_name),
+    }
+    refused = {}
+    for name, call in calls.items():
+        with pytest.raises(dm.PublishError) as err:
+            call()
+        refused[name] = isinstance(err.value, dm.InvalidNameError) and (
+            repr(request_name) in str(err.value)
+        )
+    assert refused == dict.fromkeys(calls, True)
+    assert dm.read_file(pub.metadata_path(CLAIM, "gpu")).metadata.generation == 1
+
+
+@pytest.mark.parametrize("field", ["name", "namespace", "uid", "pod_claim_name"])
+@pytest.mark.parametrize("value", [None, 5, "..", "a/b", "a\0b"], ids=repr)
+def test_a_claim_ref_refuses_a_bad_name_with_a_publish_error_naming_it(
+    field: str, value: object
+) -> None:
+    """ClaimRef(name=None) and the rest: both a PublishError and an InvalidNameError."""
+    names: dict[str, object] = {"name": "c", "namespace": "ns", "uid": "u", field: value}
+    if field == "pod_claim_name" and value is None:
+        return  # no annotation: a claim not made from a template
+    with pytest.raises(dm.PublishError) as err:
+        dm.ClaimRef(**names)  # type: ignore[arg-type]
+    assert isinstance(err.value, dm.InvalidNameError)
+    assert repr(value) in str(err.value)
 
 
 def test_bad_devices_are_refused_and_nothing_is_written(pub: dm.MetadataPublisher) -> None:

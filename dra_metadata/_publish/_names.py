@@ -33,6 +33,7 @@ __all__ = [
     "ClaimRef",
     "NameRefused",
     "WrongArgument",
+    "base_of",
     "cdi_device_name",
     "cdi_lock_name",
     "cdi_spec_name",
@@ -165,14 +166,20 @@ def claim_of(claim: object) -> ClaimRef:
     return claim
 
 
-def request_of(request: object) -> str:
-    """The base of ``request`` (``gpu`` of ``gpu/high-memory``), if Kubernetes could name it so."""
+def base_of(request: object) -> str:
+    """The base of ``request`` (``gpu`` of ``gpu/high-memory``), if it is a safe path part."""
     if not isinstance(request, str):
         raise NameRefused(f"request name must be a string, not {request!r}")
     try:
-        base = request_base(request)
+        return request_base(request)
     except InvalidNameError as err:
-        raise NameRefused(str(err)) from None
+        raise _refused(err, request) from None
+
+
+def request_of(request: object) -> str:
+    """The base of ``request`` (``gpu`` of ``gpu/high-memory``), if Kubernetes could name it so."""
+    base = base_of(request)
+    assert isinstance(request, str)  # base_of checked it
     _check_dns("request", base)
     if "/" in request:
         _check_dns("subrequest", request.partition("/")[2])
@@ -321,7 +328,13 @@ def _safe(kind: str, name: object) -> str:
     try:
         return check_name(kind, name)
     except InvalidNameError as err:
-        raise NameRefused(str(err)) from None
+        raise _refused(err, name) from None
+
+
+def _refused(err: InvalidNameError, name: str) -> NameRefused:
+    """The readers' refusal of ``name`` as the publisher's, the value named."""
+    message = str(err)
+    return NameRefused(message if repr(name) in message else f"{message}: {name!r}")
 
 
 def _check_dns(kind: str, name: str, *, subdomain: bool = False, limit: int | None = None) -> None:

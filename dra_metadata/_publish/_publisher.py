@@ -22,7 +22,6 @@ from .._paths import (
     CONTAINER_DIR,
     NODE_METADATA_FILE,
     NODE_METADATA_SUBDIR,
-    request_base,
     resource_claim_file_path,
     resource_claim_template_file_path,
 )
@@ -37,6 +36,7 @@ from ._names import (
     PUBLISHER_STATE_SUBDIR,
     ClaimRef,
     WrongArgument,
+    base_of,
     cdi_device_name,
     cdi_lock_name,
     cdi_spec_name,
@@ -153,7 +153,7 @@ class MetadataPublisher:
         >>> pub.metadata_path(ClaimRef(name="c", namespace="ns", uid="u"), "gpu/high-memory")
         '/var/lib/kubelet/plugins/gpu.example.com/dra-device-metadata/ns_c/gpu/metadata.json'
         """
-        return os.path.join(self.claim_dir(claim), request_base(request), NODE_METADATA_FILE)
+        return os.path.join(self.claim_dir(claim), base_of(request), NODE_METADATA_FILE)
 
     def lock_path(self, claim: ClaimRef) -> str:
         """The lock file that serialises calls on ``claim``: ``<state dir>/<ns>_<claim>.lock``.
@@ -203,6 +203,7 @@ class MetadataPublisher:
         /var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/gpu/gpu/gpu.example.com-metadata.json
         """
         claim = _ref(claim)
+        base_of(request)
         if claim.pod_claim_name:
             return resource_claim_template_file_path(
                 self.driver, claim.pod_claim_name, request, root=CONTAINER_DIR
@@ -211,7 +212,7 @@ class MetadataPublisher:
 
     def cdi_device_name(self, claim: ClaimRef, request: str) -> str:
         """The device's name in the CDI spec: ``<claim uid>_<base request>``."""
-        return cdi_device_name(_ref(claim), request_base(request))
+        return cdi_device_name(_ref(claim), base_of(request))
 
     def cdi_device(self, claim: ClaimRef, request: str) -> str:
         """The fully qualified CDI device name: ``<driver>/metadata=<claim uid>_<base request>``.
@@ -225,7 +226,7 @@ class MetadataPublisher:
     def cdi_spec_path(self, claim: ClaimRef, request: str) -> str:
         """The CDI spec file of ``request``: ``<cdi dir>/<driver>_metadata_<uid>_<base>.json``."""
         return os.path.join(
-            self.cdi_dir, cdi_spec_name(self.driver, _ref(claim), request_base(request))
+            self.cdi_dir, cdi_spec_name(self.driver, _ref(claim), base_of(request))
         )
 
     def cdi_spec(self, claim: ClaimRef, request: str) -> dict[str, Any]:
