@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -1055,3 +1056,28 @@ def test_publish_benchmark_quick_run_reports_every_call() -> None:
     assert sorted(figures["ratio"]) == sorted(calls)
     assert all(figures["ratio"][call] > 0 for call in calls)
     assert figures["target"] == 1.5
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="no strace on PATH: nothing to count")
+def test_a_prepare_makes_at_most_60_system_calls() -> None:
+    """benchmarks/bench_publish_calls.py --quick --json: the count per prepare, and its target.
+
+    System calls do not depend on the machine's load: the target is checked here. The
+    time ratio (noisy) is only required to be measured.
+    """
+    done = subprocess.run(
+        [sys.executable, "benchmarks/bench_publish_calls.py", "--quick", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    figures = json.loads(done.stdout)
+    now = figures["current"]
+    assert now["calls"] <= figures["target_calls"] == 60, now["by_call"]
+    assert now["by_call"]["fsync"] == 6  # state, file, spec, and each one's directory
+    assert now["ms"] > 0
+    if figures["baseline"] != "recorded":  # a checkout with its history: both sides timed
+        assert figures["before"]["calls"] > now["calls"]
+        assert figures["ratio"] > 0

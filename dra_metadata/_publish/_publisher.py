@@ -225,9 +225,7 @@ class MetadataPublisher:
 
     def cdi_spec_path(self, claim: ClaimRef, request: str) -> str:
         """The CDI spec file of ``request``: ``<cdi dir>/<driver>_metadata_<uid>_<base>.json``."""
-        return os.path.join(
-            self.cdi_dir, cdi_spec_name(self.driver, _ref(claim), base_of(request))
-        )
+        return os.path.join(self.cdi_dir, cdi_spec_name(self.driver, _ref(claim), base_of(request)))
 
     def cdi_spec(self, claim: ClaimRef, request: str) -> dict[str, Any]:
         """The CDI spec :meth:`prepare` writes for ``request``, as a dict.
