@@ -15,6 +15,7 @@ removed. :class:`CdiSpecs` opens the directory once per call.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -178,6 +179,13 @@ class CdiSpecs:
         """Whether no spec of ``bases`` is in the directory (a failed call's lock may go)."""
         assert self.dir is not None
         return all(self.dir.lstat(self.name(base)) is None for base in bases)
+
+    def forget_lock_if_unused(self, bases: Iterable[str]) -> None:
+        """A failed call: the CDI lock goes if no spec of ``bases`` is there."""
+        if self.lock is None or self.dir is None:
+            return
+        with contextlib.suppress(PublishError):
+            self.lock.remove = self.none_left(bases)
 
     def remove_one(self, base: str) -> None:
         """Remove the spec of ``base`` (the testing kit's remove)."""

@@ -21,15 +21,21 @@ import os
 import stat
 from typing import Final, Literal
 
-from .._errors import PublishError
+from .._errors import DecodeError, PublishError
 from .._paths import NODE_METADATA_FILE, NODE_METADATA_SUBDIR
+from .._read import decode_file
 from .._safedir import TEMP_SUFFIX, SafeDir
 from ._call import Call
 from ._names import PUBLISHER_STATE_SUBDIR, ClaimRef, is_label
+from ._state import ClaimState
 
 __all__ = ["NodeFiles"]
 
 _BELONGS: Final = "the request's metadata file"
+
+
+class _Undecodable(DecodeError, PublishError):
+    """A metadata file whose generation is needed and that does not decode (both error kinds)."""
 
 
 class NodeFiles:
@@ -86,6 +92,11 @@ class NodeFiles:
         """``dra-metadata-publisher``: the claim's lock and state."""
         return self._child("own", self.root, PUBLISHER_STATE_SUBDIR, create)
 
+    def has_own(self, name: str) -> bool:
+        """Whether anything is at ``name`` in the publisher's directory."""
+        own = self.own_dir(create=False)
+        return own is not None and own.lstat(name) is not None
+
     def claim_dir(self, *, create: bool) -> SafeDir | None:
         """``dra-device-metadata/<namespace>_<claim>``."""
         top = self._child("top", self.root, NODE_METADATA_SUBDIR, create)
@@ -116,6 +127,52 @@ class NodeFiles:
         if info is None or not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
             return None
         return found.read(NODE_METADATA_FILE)
+
+    def highest_generation(
+        self, base: str, state: ClaimState, path: str, pod_claim_name: str | None
+    ) -> tuple[int, str | None]:
+        """The highest generation ``base`` has had, and the podClaimName to keep.
+
+        The higher of the state's and the file's (another writer may have gone
+        further); ``path`` is the file's, for messages, ``pod_claim_name`` the
+        claim's, kept when neither says another. With the state's, a file that cannot
+        be read or decoded (over the size limit, torn) is left aside: the next write
+        replaces it. Without, such a file is an error that says how to go on (a
+        :class:`DecodeError`, also a :class:`PublishError`, when it does not decode).
+        """
+        recorded = state.requests.get(base)
+        if recorded is None and state.problem is not None:
+            from .._log import logger
+
+            logger().warning(
+                "%s: %s: %s; the generations are taken from the metadata files",
+                self.call.label,
+                state.path,
+                state.problem,
+            )
+        try:
+            found = self.previous(base)
+            previous = None if found is None else decode_file(path, found)
+        except DecodeError as err:
+            if recorded is not None:
+                return recorded
+            why = state.problem or "and the publisher's state has no generation for it"
+            raise _Undecodable(
+                f"{self.call.label}: decode existing metadata: {err}; {why}: the next "
+                "generation is unknown; unprepare the claim (or remove the file) to start "
+                "again at generation 1",
+                path=path,
+            ) from None
+        except PublishError:
+            if recorded is not None:
+                return recorded
+            raise
+        if previous is None:
+            return recorded or (0, pod_claim_name)
+        generation = previous.metadata.generation
+        if recorded is not None:
+            return max(recorded[0], generation), recorded[1]
+        return generation, previous.pod_claim_name
 
     def write(self, base: str, data: bytes, mode: Literal["replace", "in-place"]) -> None:
         """Write ``base``'s file, its directories made first."""

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 from .._encode import DEFAULT_VERSIONS
-from .._errors import DecodeError, MetadataNotFoundError, PublishError
+from .._errors import MetadataNotFoundError, PublishError
 from .._field_error import go_quote
 from .._model import (
     AttributeInput,
@@ -25,7 +24,6 @@ from .._paths import (
     resource_claim_file_path,
     resource_claim_template_file_path,
 )
-from .._read import decode_file
 from ._call import Call
 from ._cdi import CdiSpecs, spec_of
 from ._content import build, checked, devices_of
@@ -69,10 +67,6 @@ _UPDATE_MODES: Final = ("replace", "in-place")
 
 class _NotPrepared(MetadataNotFoundError, PublishError):
     """An update of a request that is not prepared (both error kinds)."""
-
-
-class _Undecodable(DecodeError, PublishError):
-    """A metadata file whose generation is needed and that does not decode (both error kinds)."""
 
 
 class MetadataPublisher:
@@ -359,7 +353,8 @@ class MetadataPublisher:
             with LockedClaim(node.own_dir(create=True), claim, call) as locked:
                 state = locked.take(create=True)
                 assert state is not None  # created
-                last, _ = self._last(node, state, claim, base, call)
+                path = self.metadata_path(claim, base)
+                last, _ = node.highest_generation(base, state, path, claim.pod_claim_name)
                 generation = _next(last, call)
                 data = first
                 if data is None or generation != 1:  # else checked before anything was made
@@ -388,7 +383,7 @@ class MetadataPublisher:
                 node.write(base, data, "replace")
                 cdi.write(base, self.cdi_spec(claim, request))
             except BaseException:
-                _forget_cdi_lock_if_unused(cdi, node)
+                cdi.forget_lock_if_unused(node.bases())
                 raise
 
     def update(
@@ -435,7 +430,10 @@ class MetadataPublisher:
                 assert state is not None  # created
                 if not node.has_file(base):  # unprepare won the race
                     raise self._not_prepared(claim, request)
-                last, pod_claim_name = self._last(node, state, claim, base, call)
+                path = self.metadata_path(claim, base)
+                last, pod_claim_name = node.highest_generation(
+                    base, state, path, claim.pod_claim_name
+                )
                 generation = _next(last, call)
                 md = build(claim, request, listed, generation, pod_claim_name)
                 data = checked(md, self.versions, call.label)
@@ -470,7 +468,9 @@ class MetadataPublisher:
                 state = locked.take(create=False, or_go_on=True)
                 if state is not None:
                     self._remove_all(node, locked, claim, call, left)
-            if state is None and node.claim_dir(create=False) is not None:
+            if state is None and (
+                node.claim_dir(create=False) is not None or node.has_own(state_name(claim))
+            ):
                 # Files and no lock (someone removed it, or the publisher's directory): make it.
                 with LockedClaim(node.own_dir(create=True), claim, call) as locked:
                     locked.take(create=True, or_go_on=True)
@@ -527,44 +527,6 @@ class MetadataPublisher:
 
     # --- inside the calls ---------------------------------------------------------------------
 
-    def _last(
-        self, node: NodeFiles, state: ClaimState, claim: ClaimRef, base: str, call: Call
-    ) -> tuple[int, str | None]:
-        """The highest generation ``base`` has had, and the podClaimName to keep.
-
-        The higher of the state's and the file's (another writer may have gone
-        further). With the state's, a file that cannot be read or decoded (over the
-        size limit, torn) is left aside: the next write replaces it. Without, such a
-        file is an error that says how to go on (a :class:`DecodeError`, also a
-        :class:`PublishError`, when it does not decode).
-        """
-        recorded = state.requests.get(base)
-        if recorded is None and state.problem is not None:
-            _log_state_problem(call, state)
-        path = self.metadata_path(claim, base)
-        try:
-            found = node.previous(base)
-            previous = None if found is None else decode_file(path, found)
-        except DecodeError as err:
-            if recorded is not None:
-                return recorded
-            why = state.problem or "and the publisher's state has no generation for it"
-            raise _Undecodable(
-                f"{call.label}: decode existing metadata: {err}; {why}: the next generation is "
-                "unknown; unprepare the claim (or remove the file) to start again at generation 1",
-                path=path,
-            ) from None
-        except PublishError:
-            if recorded is not None:
-                return recorded
-            raise
-        if previous is None:
-            return recorded or (0, claim.pod_claim_name)
-        generation = previous.metadata.generation
-        if recorded is not None:
-            return max(recorded[0], generation), recorded[1]
-        return generation, previous.pod_claim_name
-
     def _remove_all(
         self,
         node: NodeFiles,
@@ -615,25 +577,6 @@ def _next(last: int, call: Call) -> int:
             "unprepare the claim to start again at 1"
         )
     return last + 1
-
-
-def _forget_cdi_lock_if_unused(cdi: CdiSpecs, node: NodeFiles) -> None:
-    """A failed call: the CDI lock goes if the claim has no spec (of the requests known)."""
-    if cdi.lock is None or cdi.dir is None:
-        return
-    with contextlib.suppress(PublishError):
-        cdi.lock.remove = cdi.none_left(node.bases())
-
-
-def _log_state_problem(call: Call, state: ClaimState) -> None:
-    from .._log import logger
-
-    logger().warning(
-        "%s: %s: %s; the generations are taken from the metadata files",
-        call.label,
-        state.path,
-        state.problem,
-    )
 
 
 def _left_behind(call: Call, left: list[PublishError]) -> PublishError:
