@@ -106,7 +106,8 @@ class _Deferral:
             return None
         deferral = cls()
         try:
-            for signum in signal.valid_signals():
+            # SIGINT first: once it is swapped, no KeyboardInterrupt cuts the rest short.
+            for signum in sorted(signal.valid_signals(), key=lambda s: s != signal.SIGINT):
                 handler = signal.getsignal(signum)
                 if callable(handler):
                     deferral.saved[signum] = handler
@@ -135,21 +136,40 @@ class _Deferral:
     def end(self) -> list[tuple[_Handler, int, FrameType | None]]:
         """Restore the handlers; return what is left to run, each with its handler.
 
-        The handlers go back first: a signal recorded until then is in the list, and
-        one that lands after runs its own handler at once.
+        SIGINT goes back last: until then no KeyboardInterrupt can land, so every
+        other handler is back and every signal recorded is in the list first. A
+        SIGINT recorded in the last instant is in it too; one that lands after
+        raises at once.
         """
-        saved = dict(self.saved)
+        saved, self.saved = self.saved, {}
         if _Deferral.active is self:
             _Deferral.active = None
-        self.restore()
-        pending, self.pending = self.pending, []
+        interrupt = [(signum, h) for signum, h in saved.items() if signum == signal.SIGINT]
+        try:
+            _put_back([(signum, h) for signum, h in saved.items() if signum != signal.SIGINT])
+            pending, self.pending = self.pending, []
+        finally:
+            _put_back(interrupt)
+        pending += self.pending
+        self.pending = []
         return [(saved[signum], signum, frame) for signum, frame in pending if signum in saved]
 
     def restore(self) -> None:
-        """Put every saved handler back (a signal landing meanwhile finds its own or ours)."""
-        for signum, handler in list(self.saved.items()):
+        """Put every saved handler back (what :meth:`begin` does when it cannot finish)."""
+        saved, self.saved = self.saved, {}
+        _put_back(sorted(saved.items(), key=lambda item: item[0] == signal.SIGINT))
+
+
+def _put_back(handlers: list[tuple[int, _Handler]]) -> None:
+    """Set each handler; one that runs at once and raises does not keep the rest out."""
+    left = list(handlers)
+    try:
+        while left:
+            signal.signal(*left[0])
+            del left[0]
+    finally:
+        for signum, handler in left:
             signal.signal(signum, handler)
-        self.saved.clear()
 
 
 def _deliver(pending: list[tuple[_Handler, int, FrameType | None]]) -> None:

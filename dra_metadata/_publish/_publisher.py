@@ -486,7 +486,7 @@ class MetadataPublisher:
     ) -> str:
         """Write ``data`` as ``request``'s file, unchecked, and its CDI spec; return the file.
 
-        For test trees (:class:`~dra_metadata.testing.MountedTree`) that need files
+        For test trees (:class:`~dra_metadata.testing.MountedMetadataTree`) that need files
         no reader accepts: nothing is decoded or validated, no generation is kept.
         The directories, the link safety and the claim's locks are as in
         :meth:`prepare`; ``mode`` as in :meth:`update`.
