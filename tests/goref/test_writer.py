@@ -37,7 +37,7 @@ pytestmark = pytest.mark.goref
 #: What the publisher keeps for itself, left out of the comparison: its lock and state
 #: files in the plugin data directory, and each prepared claim's hidden CDI lock
 #: (``MetadataPublisher.cdi_lock_path``). A path is left out when its first component
-#: matches one of these fnmatch patterns. Adjust it with dra_metadata/_publish.py.
+#: matches one of these fnmatch patterns. Adjust it with dra_metadata/_publish/_names.py.
 PUBLISHER_OWN_FILES: tuple[str, ...] = (PUBLISHER_STATE_SUBDIR, ".*_metadata_*.lock")
 
 DRIVER = "gpu.example.com"
