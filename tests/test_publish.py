@@ -708,6 +708,34 @@ def test_a_read_only_directory_is_a_publish_error(tmp_path: Path, read_only_dir:
     assert os.listdir(read_only_dir) == []
 
 
+def test_unprepare_of_a_claim_never_prepared_on_read_only_directories_does_nothing(
+    tmp_path: Path,
+) -> None:
+    """A node with another claim prepared, made read-only: unprepare(other) writes nothing.
+
+    It finds no lock, no state and no claim directory, and makes none (it used to make
+    the lock file, and fail). A prepare there fails with the file system's reason.
+    """
+    node = tmp_path / "node"
+    pub = dm.MetadataPublisher(DRIVER, plugin_data_dir=node / "p", cdi_dir=node / "cdi")
+    pub.prepare(CLAIM, "r", [pub.device("n", "d")])
+    never = dm.ClaimRef(name="never", namespace="default", uid="u-never")
+    if os.geteuid() != 0:
+        pytest.skip("a read-only bind mount needs root")
+    if subprocess.run(["mount", "--bind", str(node), str(node)], check=False).returncode:
+        pytest.skip("a read-only bind mount cannot be made here")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(node)], check=True)
+        before = sorted(str(p) for p in node.rglob("*"))
+        pub.unprepare(never)  # no error, and nothing made
+        assert sorted(str(p) for p in node.rglob("*")) == before
+        with pytest.raises(dm.PublishError, match="read-only file system"):
+            pub.prepare(never, "r", [pub.device("n", "d")])
+    finally:
+        subprocess.run(["umount", str(node)], check=True)
+    pub.unprepare(CLAIM)
+
+
 # --- what is accepted is what the readers accept ------------------------------------------------
 
 
