@@ -320,38 +320,53 @@ class SafeDir:
         what the caller keeps at ``name``).
         """
         temp = temporary_name(name) if locked else f".{name}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            try:
-                fd = os.open(temp, flags, mode, dir_fd=self.fd)
-            except FileExistsError:
-                if not locked:
-                    raise
-                self.clear(temp, f"the temporary file of {name}")
-                fd = os.open(temp, flags, mode, dir_fd=self.fd)
-            except OSError as err:
-                raise self.failure(err, name, temp=temp) from err
+        fd = self._create_temporary(name, temp, mode, cleared=locked)
+        try:  # from here the temporary is ours: any failure removes it
             try:
                 _write_all(fd, data)
                 os.fchmod(fd, mode)
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        except OSError as err:
+            self._drop(temp)
+            raise self.failure(err, name, temp=temp) from err
+        except BaseException:
+            self._drop(temp)
+            raise
+        try:
             os.replace(temp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
         except OSError as err:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=self.fd)
+            self._drop(temp)
             if err.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST, errno.EPERM):
                 raise self.blocked(name, belongs) from err
             raise self.failure(err, name) from err
         except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=self.fd)
+            self._drop(temp)
             raise
         try:
             os.fsync(self.fd)
         except OSError as err:
             raise self.failure(err) from err
+
+    def _create_temporary(self, name: str, temp: str, mode: int, *, cleared: bool) -> int:
+        """Create ``temp`` (``O_EXCL``); with ``cleared``, what is there is cleared first."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            try:
+                return os.open(temp, flags, mode, dir_fd=self.fd)
+            except FileExistsError:
+                if not cleared:
+                    raise
+            self.clear(temp, f"the temporary file of {name}")
+            return os.open(temp, flags, mode, dir_fd=self.fd)
+        except OSError as err:
+            raise self.failure(err, name, temp=temp) from err
+
+    def _drop(self, temp: str) -> None:
+        """Remove a temporary this call made (a failed write's)."""
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=self.fd)
 
     def rewrite(self, name: str, data: bytes, *, belongs: str = "a file") -> None:
         """Truncate ``name`` (created if missing, mode 0644) and write ``data`` into the same inode.
