@@ -367,3 +367,38 @@ def test_help_lists_watch_and_wait_and_documents_the_timeout() -> None:
         helped = run(command, "--help")
         assert helped.returncode == 0
         assert "1m30s, 500ms" in helped.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["watch", "--claim", "nic", "--request", "eth"],
+        ["wait", "--claim", "nic", "--request", "eth", "--generation", "99", "--progress", "0.1"],
+    ],
+    ids=["watch", "wait"],
+)
+def test_ctrl_c_ends_a_long_running_command_with_interrupted_and_130(command: list[str]) -> None:
+    """A real SIGINT once the command runs: one line on stderr, exit 130; watch's lines whole."""
+    import signal
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dra_metadata", "--root", str(SAMPLE_ROOT), *command],
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    if command[0] == "watch":
+        first = json.loads(process.stdout.readline())  # it runs, and has printed an event
+        assert first["event"] == "update"
+    else:  # it runs, and has said what it waits for
+        assert process.stderr is not None
+        assert "still waiting" in process.stderr.readline()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert err.endswith("dra-metadata: interrupted\n")
+    for line in out.splitlines():
+        json.loads(line)

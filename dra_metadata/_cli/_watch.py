@@ -220,10 +220,8 @@ def _watch(args: argparse.Namespace) -> int:
         for event in events:
             # A lone surrogate left in a message becomes a \udcXX escape: still JSON.
             write_stdout(event_line(event).encode("utf-8", "backslashreplace"))
-    except KeyboardInterrupt:
-        pass  # interrupting is how a watch without --timeout ends
     finally:
-        events.close()
+        events.close()  # Ctrl-C goes on to main(): "interrupted", exit 130, as wait
     return EXIT_OK
 
 
