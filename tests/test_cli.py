@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -218,3 +219,22 @@ def test_one_shot_commands_end_without_teardown_and_others_do_not(sample_root: P
     )
     assert other.returncode == 0
     assert other.stderr == "teardown ran\n"
+
+
+def test_no_arguments_lists_every_command_on_one_line_and_exits_0() -> None:
+    """A bare ``dra-metadata``: the usage, each command of the parser once, one line each."""
+    from dra_metadata._cli import build_parser
+
+    done = run()
+    assert done.returncode == 0
+    assert done.stderr == ""
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("usage: dra-metadata")
+    listed = lines[lines.index("commands:") + 1 :]
+    listed = listed[: listed.index("")]
+    assert [line.split()[0] for line in listed] == list(commands.choices)
+    for line, choice in zip(listed, commands._choices_actions, strict=True):
+        assert line.split(None, 1)[1] == choice.help
+        assert len(line) <= 100

@@ -744,7 +744,35 @@ def reserve_standard_streams() -> None:
         sys.stdout = ClosedStdout()
 
 
+def overview() -> str:
+    """What a bare ``dra-metadata`` prints: the usage, then every command on one line."""
+    parser = build_parser()
+    commands = next(
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    )
+    listed = [(choice.dest, choice.help or "") for choice in commands._choices_actions]
+    width = max(len(name) for name, _ in listed)
+    lines = [
+        f"usage: {PROG} [--root DIR] COMMAND [options]",
+        "",
+        parser.description or "",
+        "",
+        "commands:",
+        *(f"  {name:<{width}}  {summary}" for name, summary in listed),
+        "",
+        f"'{PROG} COMMAND --help' shows a command's options, '{PROG} --help' the rest.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def _run(arguments: list[str]) -> int:
+    if not arguments:  # as kubectl, gh and pip do: what there is to run, and exit 0
+        try:
+            write_stdout(overview().encode("utf-8"))
+        except OutputError as err:
+            fail(str(err))
+            return EXIT_IOERR
+        return EXIT_OK
     try:
         args = parse(arguments)
     except SystemExit as done:
