@@ -129,7 +129,30 @@ def nothing_mounted_text(root: str) -> str:
     >>> print(nothing_mounted_text("/tmp/empty"))  # doctest: +ELLIPSIS
     nothing is mounted under /tmp/empty; the container must list the claim under ...
     """
+    guesses = _roots_nearby(root)
+    if guesses:
+        others = "".join(f" or --root {guess}" for guess in guesses[1:3])
+        return (
+            f"nothing is mounted under {root}; did you mean --root {guesses[0]}{others}? "
+            f"({MOUNT_HINT})"
+        )
     return f"nothing is mounted under {root}; {MOUNT_HINT}"
+
+
+def _roots_nearby(root: str) -> list[str]:
+    """Metadata roots one level from ``root``: below it (one too high), or above (too low).
+
+    The directories in ``root`` (by name) that hold ``resourceclaims/`` or
+    ``resourceclaimtemplates/``; else ``root``'s parent when ``root`` is one of those.
+    """
+    layout = (RESOURCE_CLAIMS_SUBDIR, RESOURCE_CLAIM_TEMPLATES_SUBDIR)
+    if os.path.basename(os.path.normpath(root)) in layout:
+        return [os.path.dirname(os.path.normpath(root)) or "."]
+    return [
+        os.path.join(root, name)
+        for name in listing(root) or []
+        if any(os.path.isdir(os.path.join(root, name, kind)) for kind in layout)
+    ]
 
 
 def nothing_mounted(root: str) -> MetadataNotFoundError:

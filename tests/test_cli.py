@@ -238,3 +238,19 @@ def test_no_arguments_lists_every_command_on_one_line_and_exits_0() -> None:
     for line, choice in zip(listed, commands._choices_actions, strict=True):
         assert line.split(None, 1)[1] == choice.help
         assert len(line) <= 100
+
+
+@pytest.mark.parametrize(
+    ("root", "meant"),
+    [
+        ("examples", "examples/dra-device-attributes"),
+        ("examples/dra-device-attributes/resourceclaims", "examples/dra-device-attributes"),
+    ],
+    ids=["one-level-too-high", "one-level-too-low"],
+)
+def test_a_root_one_level_off_says_did_you_mean(root: str, meant: str) -> None:
+    """--root one level above (or below) a metadata root: exit 66, naming the root meant."""
+    for command in (["env"], ["ls"], ["show", "--claim", "nic", "--request", "eth"]):
+        done = run(*command, "--root", root)
+        assert done.returncode == 66
+        assert f"nothing is mounted under {root}; did you mean --root {meant}" in done.stderr
