@@ -251,10 +251,6 @@ class DeviceAttribute(msgspec.Struct, omit_defaults=True, **_STRUCT_OPTIONS):
     #: A list of semantic versions as written; empty when not set.
     versions: tuple[_Str, ...] = ()
 
-    def set_kinds(self) -> tuple[AttributeKind, ...]:
-        """The names of the members that are set, in Go's order."""
-        return tuple(kind for kind in ATTRIBUTE_KINDS if getattr(self, kind) not in (None, ()))
-
     @property
     def kind(self) -> "AttributeKind | None":
         """The first member that is set (``"int"``, ``"strings"`` ...), or ``None``."""

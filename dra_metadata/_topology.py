@@ -46,8 +46,6 @@ import msgspec
 from ._model import (
     DEVICE_KINDS,
     DRIVER_KINDS,
-    NUMA_ATTRIBUTES,
-    PCI_BUS_ID_ATTRIBUTES,
     AttributeValue,
     DeviceKind,
     NetworkDeviceData,
@@ -67,8 +65,6 @@ __all__ = [
     "AFFINITY_LEVELS",
     "DEVICE_KINDS",
     "DRIVER_KINDS",
-    "NUMA_ALIASES",
-    "PCI_BUS_ID_ALIASES",
     "Affinity",
     "DeviceKind",
     "Topology",
@@ -92,10 +88,6 @@ AFFINITY_LEVELS: Final[tuple[Affinity, ...]] = (
     "unknown",
 )
 
-#: NUMA attributes other than the standard one (see ``dra_metadata._model``).
-NUMA_ALIASES: Final[tuple[str, ...]] = NUMA_ATTRIBUTES[1:]
-#: PCI address attributes other than the standard ``pciBusID``.
-PCI_BUS_ID_ALIASES: Final[tuple[str, ...]] = PCI_BUS_ID_ATTRIBUTES[1:]
 _SOCKET: Final = "dra.cpu/socketID"
 _CPU_ID: Final = "dra.cpu/cpuID"
 
