@@ -254,3 +254,31 @@ def test_a_root_one_level_off_says_did_you_mean(root: str, meant: str) -> None:
         done = run(*command, "--root", root)
         assert done.returncode == 66
         assert f"nothing is mounted under {root}; did you mean --root {meant}" in done.stderr
+
+
+def test_the_synopsis_in_docs_cli_md_is_the_parsers() -> None:
+    """docs/cli.md's synopsis: one line per command, each naming every option it takes."""
+    import re
+
+    from dra_metadata._cli import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    block = text[text.index("```text\n") + len("```text\n") :]
+    block = block[: block.index("```")]
+    lines = {line.split()[1]: line for line in block.splitlines()}
+    assert list(lines) == list(commands.choices)
+    for name, line in lines.items():
+        shown = set(re.findall(r"(?<![\w-])--?[a-z0-9][a-z-]*", line))
+        actions = commands.choices[name]._actions
+        # A shorthand (``--json`` for ``--format json``) sets what a shown option sets.
+        shown_dests = {a.dest for a in actions if shown & set(a.option_strings)}
+        for action in actions:
+            if action.option_strings and "-h" not in action.option_strings:
+                documented = shown & set(action.option_strings) or action.dest in shown_dests
+                assert documented, f"{name}: {action.option_strings}"
+            elif not action.option_strings and action.metavar:  # NAME, FILE...
+                assert str(action.metavar) in line, f"{name}: {action.metavar}"
+        known = {o for a in commands.choices[name]._actions for o in a.option_strings}
+        assert shown <= known, f"{name}: {sorted(shown - known)}"
