@@ -18,8 +18,9 @@ that ``-k`` can pick some (all of them: hours).
 
 Also here, the watchers requirement: 1, 2 and 4 watchers on one file (Python
 ``watch`` and the CLI, several in one process and one process each) while a
-writer updates it every 200 ms: each delivers at least 95 % of the generations
-whole, and always the last one.
+writer updates it every 200 ms: each delivers the last one whole and is never
+more than 1.5 s behind the writer (a write whose open is heard together with
+another watch's read waits out the watch's quiet second: the newest comes then).
 
 A failing cell prints its figures: what was written, delivered and torn, and the
 final generation's fate.
@@ -62,7 +63,7 @@ WRITERS: tuple[str, ...] = bench.WRITERS
 OTHERS: tuple[str, ...] = bench.OTHERS
 APIS: tuple[str, ...] = bench.APIS
 FIRST: int = bench.FIRST
-CROWD_SHARE: float = bench.CROWD_SHARE
+CROWD_BEHIND_MS: float = bench.CROWD_BEHIND_MS
 
 #: Writers whose pause makes each write long: fewer writes in the default run.
 SLOW = ("pwrite-200", "pwrite-500", "mmap")
@@ -130,7 +131,8 @@ def describe(summary: dict[str, Any], written: int, final: int, writer: str) -> 
         f"final generation {final}: {whole}, {_ms(summary['final_after_ms'])} after its last "
         f"write (promised within {final_within_ms(writer):.0f} ms)",
         f"latency (close or rename returned -> delivered whole): median "
-        f"{_ms(summary['latency_median_ms'])}, p95 {_ms(summary['latency_p95_ms'])}",
+        f"{_ms(summary['latency_median_ms'])}, p95 {_ms(summary['latency_p95_ms'])}; "
+        f"at most {_ms(summary['behind_ms'])} behind the writer",
         f"other events: {summary['events'] or 'none'}",
     ]
 
@@ -305,7 +307,7 @@ def test_the_publisher_is_watched_through_a_bind_mount(selection: Lanes) -> None
 
 
 def check_crowd(result: dict[str, Any], watchers: int) -> None:
-    """Each watcher delivered >= 95 % of the generations whole, and the last one in time."""
+    """Each watcher delivered the last generation in time, and never fell far behind."""
     lines = [
         f"{len(result['watchers'])} watchers ({','.join(result['layout'])}), writer "
         f"{result['writer']}, {result['writes']} generations ~{result['interval_ms']:g} ms apart"
@@ -318,10 +320,9 @@ def check_crowd(result: dict[str, Any], watchers: int) -> None:
         lines += [
             f"    {line}" for line in describe(summary, result["writes"], final, result["writer"])
         ]
-        if summary["fraction"] < CROWD_SHARE:
-            problems.append(
-                f"{watcher['name']} delivered {summary['fraction']:.0%} of the generations whole"
-            )
+        behind = summary["behind_ms"]
+        if behind is None or behind > CROWD_BEHIND_MS:
+            problems.append(f"{watcher['name']} fell {behind} ms behind the writer")
         problems += problems_of(summary, result["writer"], f"{watcher['name']}: ")
     if len(result["watchers"]) != watchers:
         problems.append(f"{len(result['watchers'])} watchers reported, not {watchers}")
@@ -330,14 +331,14 @@ def check_crowd(result: dict[str, Any], watchers: int) -> None:
 
 @pytest.mark.parametrize("watchers", sorted(LAYOUTS))
 def test_several_watchers_each_keep_up(selection: Lanes, watchers: int) -> None:
-    """~5 s of updates every 200 ms: each watcher >= 95 % of the generations, and the last."""
+    """~5 s of updates every 200 ms: each watcher in step with the writer, and the last."""
     check_crowd(selection.crowd(watchers), watchers)
 
 
 @pytest.mark.adversarial_long
 @pytest.mark.parametrize("watchers", sorted(LAYOUTS))
 def test_several_watchers_each_keep_up_for_long(watchers: int) -> None:
-    """15 s of updates every 200 ms: each watcher >= 95 % of the generations, and the last."""
+    """15 s of updates every 200 ms: each watcher in step with the writer, and the last."""
     args = ["--watchers", LAYOUTS[watchers], "--seconds", "15", "--interval", "200"]
     (result,) = run_bench(args, timeout=120 + 3 * 15)
     check_crowd(result, watchers)
