@@ -119,7 +119,7 @@ from ._model import (
     pcie_roots_of,
     standard_problem,
 )
-from ._paths import RootArg
+from ._paths import RootArg, claim_label
 from ._read import DEFAULT_MAX_SIZE
 
 if TYPE_CHECKING:
@@ -709,12 +709,6 @@ def _snake_name_cached(local: str) -> str:
     return short
 
 
-def source_label(kind: str, claim: str, request: str | None) -> str:
-    """How messages name a request directory: ``template claim 'gpu' request 'gpu'``."""
-    word = "claim" if kind == "claim" else "template claim"
-    return f"{word} {claim!r}" + ("" if request is None else f" request {request!r}")
-
-
 def collect(
     inv: Inventory, *, prefix: str = DEFAULT_PREFIX
 ) -> tuple[dict[str, str], list[DRAMetadataError]]:
@@ -763,7 +757,7 @@ def collect_into(
             problems.append(mounted.problems[0].error)
             continue
         request_prefix = f"{prefix}{env_name(mounted.claim)}_{env_name(mounted.request)}_"
-        source = source_label(mounted.kind, mounted.claim, mounted.request)
+        source = claim_label(mounted.kind, mounted.claim, mounted.request)
         sources.append((request_prefix, source, mounted.metadata))
     prefixes = sorted(request_prefix for request_prefix, _, _ in sources)
     shared: list[DRAMetadataError] = []

@@ -48,7 +48,7 @@ from ._model import (
     standard_name,
     standard_values,
 )
-from ._paths import RootArg, root_path
+from ._paths import RootArg, claim_label, root_path
 from ._read import DEFAULT_MAX_SIZE, merge
 from ._select import (
     ClaimKind,
@@ -228,8 +228,7 @@ class MountedRequest(msgspec.Struct, frozen=True, gc=False):
     @property
     def label(self) -> str:
         """How messages name it: ``template claim 'gpu' request 'gpu'``."""
-        word = "claim" if self.kind == "claim" else "template claim"
-        return f"{word} {self.claim!r} request {self.request!r}"
+        return claim_label(self.kind, self.claim, self.request)
 
 
 class Inventory(msgspec.Struct, frozen=True, gc=False):

@@ -12,7 +12,7 @@ import msgspec
 
 # At run time too: the fields name them (typing.get_type_hints(), help()).
 from ._model import AttributeValue, Device, DeviceAttribute, DeviceKind, NetworkDeviceData
-from ._paths import ClaimKind
+from ._paths import ClaimKind, claim_label
 
 __all__ = ["MountedDevice"]
 
@@ -123,4 +123,4 @@ class MountedDevice(msgspec.Struct, frozen=True, gc=False):
     @property
     def claim_label(self) -> str:
         """How messages name the claim: ``claim 'nic'`` or ``template claim 'gpu'``."""
-        return f"{'claim' if self.kind == 'claim' else 'template claim'} {self.claim!r}"
+        return claim_label(self.kind, self.claim)

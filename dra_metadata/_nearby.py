@@ -40,10 +40,12 @@ from ._model import (
     standard_problem,
 )
 from ._paths import (
+    CLAIM_WORDS,
     METADATA_FILE_SUFFIX,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
     ClaimKind,
+    claim_label,
     driver_of,
     request_base,
 )
@@ -69,7 +71,6 @@ MOUNT_HINT: Final = (
 
 _OPTION: Final = {"claim": "--claim", "template": "--template-claim"}
 _READER: Final = {"claim": "read_resource_claim()", "template": "read_resource_claim_template()"}
-_WORD: Final = {"claim": "claim", "template": "template claim"}
 
 
 def subdir_of(kind: ClaimKind) -> str:
@@ -227,15 +228,19 @@ def _explain(
     requests = listing(claim_dir) or []
     if base is None:
         return (
-            f"{lead}: the {_WORD[kind]} directory {claim_dir} holds no request; " + MOUNT_HINT,
+            f"{lead}: the {CLAIM_WORDS[kind]} directory {claim_dir} holds no request; "
+            + MOUNT_HINT,
             [],
         )
     if base not in requests:
         ordered = closest_first(base, requests)
         if not ordered:
-            return f"{lead}: {_WORD[kind]} {claim!r} has no request directory; " + MOUNT_HINT, []
+            return (
+                f"{lead}: {claim_label(kind, claim)} has no request directory; " + MOUNT_HINT,
+                [],
+            )
         return (
-            f"{lead}: {_WORD[kind]} {claim!r} has no request {base!r}; "
+            f"{lead}: {claim_label(kind, claim)} has no request {base!r}; "
             f"its requests: {_quoted(ordered)}",
             ordered,
         )
@@ -267,7 +272,7 @@ def _lead(
         return f"no metadata files found in {directory}"
     what = []
     if claim is not None:
-        what.append(f"{_WORD[kind or 'claim']} {claim!r}")
+        what.append(claim_label(kind or "claim", claim))
     elif kind is not None:
         what.append("claims" if kind == "claim" else "template claims")
     if base is not None:
@@ -283,10 +288,10 @@ def _explain_claim(
     other: ClaimKind = "template" if kind == "claim" else "claim"
     others = listing(os.path.join(root, subdir_of(other))) or []
     ordered = closest_first(claim, claims)
-    here = f"; {_WORD[kind]}s here: {_quoted(ordered)}" if ordered else ""
+    here = f"; {CLAIM_WORDS[kind]}s here: {_quoted(ordered)}" if ordered else ""
     if claim in others:
         return (
-            f"{lead}: there is no {_WORD[kind]} {claim!r}, but a {_WORD[other]} {claim!r} "
+            f"{lead}: there is no {claim_label(kind, claim)}, but a {claim_label(other, claim)} "
             f"exists ({_OPTION[other]} {claim}, {_READER[other]}){here}",
             ordered,
         )
@@ -294,11 +299,11 @@ def _explain_claim(
         return f"{lead}: {nothing_mounted_text(root)}", []
     if not ordered:
         return (
-            f"{lead}: there is no {_WORD[kind]} here; {_WORD[other]}s here: "
+            f"{lead}: there is no {CLAIM_WORDS[kind]} here; {CLAIM_WORDS[other]}s here: "
             f"{_quoted(closest_first(claim, others))}; " + MOUNT_HINT,
             closest_first(claim, others),
         )
-    return f"{lead}: there is no {_WORD[kind]} {claim!r}{here}; " + MOUNT_HINT, ordered
+    return f"{lead}: there is no {claim_label(kind, claim)}{here}; " + MOUNT_HINT, ordered
 
 
 def _explain_any_claim(
@@ -308,7 +313,7 @@ def _explain_any_claim(
     found: list[str] = []
     for claim_kind in kinds:
         for claim in listing(os.path.join(root, subdir_of(claim_kind))) or []:
-            found.append(f"{_WORD[claim_kind]} {claim}")
+            found.append(f"{CLAIM_WORDS[claim_kind]} {claim}")
     if not found:
         return f"{lead}: {nothing_mounted_text(root)}", []
     return f"{lead}; mounted here: {_quoted(found)}", found

@@ -23,6 +23,7 @@ from typing import Final, Literal
 from ._errors import InvalidNameError
 
 __all__ = [
+    "CLAIM_WORDS",
     "CONTAINER_DIR",
     "METADATA_FILE_SUFFIX",
     "NODE_METADATA_FILE",
@@ -33,6 +34,7 @@ __all__ = [
     "ClaimKind",
     "RootArg",
     "check_path",
+    "claim_label",
     "default_root",
     "request_dir",
     "resource_claim_file_path",
@@ -65,6 +67,18 @@ RootArg = str | os.PathLike[str] | None
 #: referenced by name (under :data:`RESOURCE_CLAIMS_SUBDIR`), ``"template"`` for one made
 #: from a ResourceClaimTemplate (under :data:`RESOURCE_CLAIM_TEMPLATES_SUBDIR`).
 ClaimKind = Literal["claim", "template"]
+
+#: How messages name each kind of claim (one word for every door).
+CLAIM_WORDS: Final[dict[ClaimKind, str]] = {"claim": "claim", "template": "template claim"}
+
+
+def claim_label(kind: ClaimKind, claim: str, request: str | None = None) -> str:
+    """How messages name a claim, or one of its requests: ``template claim 'gpu' request 'gpu'``.
+
+    >>> claim_label("claim", "nic"), claim_label("template", "gpu", "gpu")
+    ("claim 'nic'", "template claim 'gpu' request 'gpu'")
+    """
+    return f"{CLAIM_WORDS[kind]} {claim!r}" + ("" if request is None else f" request {request!r}")
 
 
 def default_root() -> str:

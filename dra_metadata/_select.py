@@ -82,6 +82,7 @@ from ._paths import (
     ClaimKind,
     RootArg,
     check_name,
+    claim_label,
     driver_of,
     metadata_file_name,
     request_base,
@@ -345,8 +346,6 @@ def merged(entries: list[Entry]) -> MergedDeviceMetadata:
 #: The claim kinds a ``claim_kind=`` parameter takes.
 CLAIM_KINDS: tuple[ClaimKind, ...] = tuple(kind for kind, _ in KINDS)
 
-_WORD = {"claim": "claim", "template": "template claim"}
-
 
 def check_claim_kind(claim_kind: object, *, parameter: str = "claim_kind") -> ClaimKind | None:
     """``claim_kind`` if it is ``"claim"``, ``"template"`` or ``None``; a clear error otherwise.
@@ -499,7 +498,7 @@ def not_allocated(question: Question, root: str, places: Sequence[Place]) -> Met
     allocated = [name for place in places for name in place.names or () if "/" in name]
     held = allocated or [name for place in places for name in place.names or ()]
     first = places[0]
-    where = f"{_WORD[first.kind]} {first.claim!r}"
+    where = claim_label(first.kind, first.claim)
     if len({(place.kind, place.claim) for place in places}) > 1:
         where = f"{len(places)} claims"
     if allocated:

@@ -183,13 +183,14 @@ def value_of(device: Device, name: str) -> AttributeValue | None:
 
 def _get(args: argparse.Namespace) -> int:
     from .._claims import read_request
-    from .._env import format_value, source_label
+    from .._env import format_value
+    from .._paths import claim_label
 
     kind, claim = selected_claim(args)
     assert kind is not None, "the parser requires --claim or --template-claim"
     assert claim is not None
     md = read_request(kind, claim, args.request, driver=args.driver, root=args.root)
-    where = source_label(kind, claim, args.request)
+    where = claim_label(kind, claim, args.request)
     devices = [device for _, device in md.devices()]
     if not devices:
         fail(f"{where} has no devices")
