@@ -362,9 +362,9 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         >>> [(d.label, d.name) for d in topo.gpus]
         [('gpu0', 'gpu-0'), ('gpu1', 'gpu-1')]
         """
-        from ._topology import build
+        from ._topology import build  # loaded on use: env and get never need it
 
-        return build(self, kinds=kinds)
+        return build(self.devices(), kinds=kinds)
 
     def claim_variables(self, environ: Mapping[str, str] | None = None) -> list[ClaimVariable]:
         """Variables of ``environ`` (default ``os.environ``) carrying a mounted claim's UID.
@@ -378,9 +378,9 @@ class Inventory(msgspec.Struct, frozen=True, gc=False):
         >>> [(v.name, v.claim, v.requests) for v in inv.claim_variables(env)]
         [('EXAMPLE_RESOURCE_CLAIM', 'rdma', ('nic',))]
         """
-        from ._variables import claim_variables  # the inventory's own answer, loaded on use
+        from ._variables import claim_variables  # loaded on use: env and get never need it
 
-        return claim_variables(self, environ)
+        return claim_variables(self.requests, environ)
 
 
 def matches(device: Device, name: str, wanted: object) -> bool:

@@ -491,7 +491,7 @@ def check_live(
             findings.extend(_cpus([(cpu, cpu) for cpu in cpus], subject, path, cpuset_cache[0]))
     source = os.environ if environ is None else environ
     cpusets = {k: source[k] for k in source if k.upper().startswith(_CPUSET_PREFIX)}
-    for variable in claim_variables(inv, cpusets) if cpusets else ():
+    for variable in claim_variables(inv.requests, cpusets) if cpusets else ():
         try:
             wanted = parse_cpu_list(variable.value)
         except ValueError:

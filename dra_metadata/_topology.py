@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 import msgspec
 
@@ -57,9 +57,6 @@ from ._model import (
 )
 from ._mounted import MountedDevice
 from ._text import one_line
-
-if TYPE_CHECKING:  # the inventory reads this module (Inventory.topology()), never the reverse
-    from ._inventory import Inventory
 
 __all__ = [
     "AFFINITY_LEVELS",
@@ -274,11 +271,14 @@ def _kind(
 
 
 def build(
-    inv: Inventory,
+    mounted_devices: Iterable[MountedDevice],
     *,
     kinds: Mapping[str, DeviceKind] | KindRule | None = None,
 ) -> Topology:
-    """The topology of an inventory's devices (what :meth:`Inventory.topology` returns)."""
+    """The topology of mounted devices (what :meth:`Inventory.topology` returns of its own).
+
+    It takes the devices as data: the inventory reads this module, never the reverse.
+    """
     mapping: Mapping[str, DeviceKind] = {}
     rule: KindRule | None = None
     if callable(kinds):
@@ -292,7 +292,7 @@ def build(
     counters: dict[str, int] = {}
     seen: set[tuple[str, str, str, str]] = set()
     found = []
-    for mounted in inv.devices():
+    for mounted in mounted_devices:
         key = _key(mounted)
         if key in seen:
             problems.append(

@@ -4,21 +4,18 @@ Some drivers set variables through CDI whose name or value holds the claim UID
 (dra-driver-cpu's ``DRA_CPUSET_<claimUID>``, the example driver's
 ``..._RESOURCE_CLAIM=<uid>``). :meth:`Inventory.claim_variables()
 <dra_metadata.Inventory.claim_variables>` answers which, and ``doctor`` checks
-the CPU driver's cpuset against them. This module reads an inventory and is read
-by the inventory only when asked (no import circle: it imports the inventory for
-type checkers only).
+the CPU driver's cpuset against them. It takes the mounted requests as data
+(anything with a claim's kind, name, UID and request): it sits below the
+inventory, which reads it, and imports nothing of the package.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 import msgspec
-
-if TYPE_CHECKING:
-    from ._inventory import Inventory
 
 __all__ = ["ClaimVariable", "claim_variables"]
 
@@ -50,8 +47,21 @@ class ClaimVariable(msgspec.Struct, frozen=True, gc=False):
     requests: tuple[str, ...]
 
 
+class _Request(Protocol):
+    """A mounted request, as this module reads it (``Inventory.requests``' items)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def claim(self) -> str: ...
+    @property
+    def claim_uid(self) -> str | None: ...
+    @property
+    def request(self) -> str: ...
+
+
 def claim_variables(
-    inv: Inventory, environ: Mapping[str, str] | None = None
+    requests: Iterable[_Request], environ: Mapping[str, str] | None = None
 ) -> list[ClaimVariable]:
     """The variables of ``environ`` (default ``os.environ``) that name a mounted claim's UID.
 
@@ -61,11 +71,11 @@ def claim_variables(
     >>> import dra_metadata as dm
     >>> inv = dm.inventory("examples/topology-tree")
     >>> env = {"DRA_CPUSET_2B3C4D5E_6F70_4182_93A4_B5C6D7E8F901": "0-1,16-17", "HOME": "/"}
-    >>> [(v.claim, v.requests, v.value) for v in claim_variables(inv, env)]
+    >>> [(v.claim, v.requests, v.value) for v in claim_variables(inv.requests, env)]
     [('cpus', ('cpus',), '0-1,16-17')]
     """
     claims: dict[str, tuple[str, str, list[str]]] = {}
-    for mounted in inv.requests:
+    for mounted in requests:
         uid = mounted.claim_uid
         if uid:
             claims.setdefault(uid, (mounted.kind, mounted.claim, []))[2].append(mounted.request)
@@ -75,8 +85,8 @@ def claim_variables(
     found: list[ClaimVariable] = []
     for name, value in (os.environ if environ is None else environ).items():
         folded = name.upper().replace("-", "_")
-        for uid, key, kind, claim, requests in keys:
+        for uid, key, kind, claim, names in keys:
             if key in folded or uid in value:
-                found.append(ClaimVariable(name, value, kind, claim, uid, tuple(requests)))
+                found.append(ClaimVariable(name, value, kind, claim, uid, tuple(names)))
                 break
     return found

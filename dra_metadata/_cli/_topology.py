@@ -188,7 +188,7 @@ def _topology(args: argparse.Namespace) -> int:
     from .._topology import build
 
     inv: Inventory = selected_inventory(args)
-    topo = build(inv, kinds=dict(args.kind))
+    topo = build(inv.devices(), kinds=dict(args.kind))
     if args.format == "json":
         write_json(topo)
     else:
