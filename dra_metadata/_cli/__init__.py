@@ -575,6 +575,7 @@ _COMMANDS: Final = (
     ("_lint", ("lint",)),
     ("_topology", ("topology",)),
     ("_doctor", ("doctor",)),
+    ("_completion", ("completion",)),
 )
 
 
@@ -582,7 +583,7 @@ _COMMANDS: Final = (
 #: console script they run with the garbage collector off, and end without the
 #: interpreter's teardown once their output is flushed (see :func:`console_main`).
 ONE_SHOT_COMMANDS: Final = frozenset(
-    {"show", "ls", "get", "env", "validate", "lint", "topology", "doctor"}
+    {"show", "ls", "get", "env", "validate", "lint", "topology", "doctor", "completion"}
 )
 
 
@@ -766,6 +767,14 @@ def overview() -> str:
 
 
 def _run(arguments: list[str]) -> int:
+    if arguments[:1] == ["__complete"]:  # what the completion scripts ask (not a command)
+        from ._completion import complete
+
+        try:
+            write_stdout("".join(f"{word}\n" for word in complete(arguments[1:])).encode())
+        except OutputError:
+            return EXIT_IOERR
+        return EXIT_OK
     if not arguments:  # as kubectl, gh and pip do: what there is to run, and exit 0
         try:
             write_stdout(overview().encode("utf-8"))
