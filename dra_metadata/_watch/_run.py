@@ -21,8 +21,9 @@ __all__ = ["Run", "aiterate", "iterate"]
 
 # A stop event is looked at least this often (seconds).
 _STOP_POLL: Final = 0.05
-# When the deadline passes while reads are settling, they get this long to settle.
-_SETTLE_GRACE: Final = 2 * FRESH_DELAY
+# When the deadline passes while reads are settling, they get this long to settle: ten
+# times the stable read's delay, so that a loaded machine that wakes late still reads.
+_SETTLE_GRACE: Final = 10 * FRESH_DELAY
 
 
 # --- the run: the session plus the notifier, a deadline and a stop event ----------------
@@ -40,6 +41,7 @@ class Run:
         self.timeout = timeout
         self.deadline: float | None = None
         self.ending_at: float | None = None  # when the end was asked for, plus the grace
+        self.last_look = False  # the grace is over: one more round reads what is due
         self.session: Session | None = None
         self.notifier: Notifier | None = None
 
@@ -72,8 +74,14 @@ class Run:
         if over:
             if self.ending_at is None:
                 self.ending_at = now + _SETTLE_GRACE
-            if not self.session.settling() or now >= self.ending_at:
+            if not self.session.settling():
                 return None
+            if now >= self.ending_at:
+                # Woken late (a loaded machine): the read that is due runs once, then the end.
+                if self.last_look:
+                    return None
+                self.last_look = True
+                return 0.0
             return min(wait, self.ending_at - now)
         if self.deadline is not None:
             wait = min(wait, self.deadline - now)
