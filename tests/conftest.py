@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE_ROOT = REPO / "examples" / "dra-device-attributes"
 #: The Go reference's answers: the conformance corpus and the upstream fixtures.
 DATA = Path(__file__).resolve().parent / "data"
+#: ``env=`` of :func:`run_cli` for the answer of a shell where ``$DRA_METADATA_ROOT`` is unset.
+NO_ROOT: Mapping[str, str | None] = {"DRA_METADATA_ROOT": None}
 
 
 def load_corpus() -> list[dict[str, Any]]:
@@ -134,3 +138,58 @@ def peak_kib(*args: str, timeout: float = 120) -> int:
         timeout=timeout,
     )
     return int(done.stdout)
+
+
+def cli_environ(env: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """``os.environ`` as it is now, the checkout first on ``PYTHONPATH``, then ``env`` over it.
+
+    A ``None`` value in ``env`` leaves that variable unset in the child.
+    """
+    path = os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))
+    merged = {**os.environ, "PYTHONPATH": path, **(env or {})}
+    return {name: value for name, value in merged.items() if value is not None}
+
+
+def run_cli(
+    *args: str,
+    env: Mapping[str, str | None] | None = None,
+    timeout: float = 60,
+    input: str | None = None,  # noqa: A002 - subprocess.run's name
+    cwd: Path = REPO,
+    check: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m dra_metadata ARGS`` from the checkout, text in and out.
+
+    The environment is :func:`cli_environ` of ``env``: this process's (a variable a fixture
+    set reaches the child), the checkout's package imported whatever copy is installed.
+    """
+    return subprocess.run(
+        [sys.executable, "-m", "dra_metadata", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=cli_environ(env),
+        timeout=timeout,
+        check=check,
+    )
+
+
+def run_cli_bytes(
+    *args: str,
+    env: Mapping[str, str | None] | None = None,
+    timeout: float = 60,
+    input: bytes | None = None,  # noqa: A002 - subprocess.run's name
+    cwd: Path = REPO,
+    check: bool = False,
+) -> subprocess.CompletedProcess[bytes]:
+    """:func:`run_cli` with bytes in and out: for output that need not be UTF-8."""
+    return subprocess.run(
+        [sys.executable, "-m", "dra_metadata", *args],
+        input=input,
+        capture_output=True,
+        cwd=cwd,
+        env=cli_environ(env),
+        timeout=timeout,
+        check=check,
+    )

@@ -13,24 +13,12 @@ from pathlib import Path
 import pytest
 
 import dra_metadata as dm
-from tests.conftest import REPO
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m dra_metadata ARGS`` from the checkout."""
-    return subprocess.run(
-        [sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, **(env or {})},
-        timeout=60,
-    )
+from tests.conftest import REPO, run_cli, run_cli_bytes
 
 
 def test_show_prints_the_merged_request_once_as_json(sample_root: Path) -> None:
     """show prints one JSON document: the merged object, with the claim's identity in it."""
-    done = run("show", "--root", str(sample_root), "--claim", "train", "--request", "accel")
+    done = run_cli("show", "--root", str(sample_root), "--claim", "train", "--request", "accel")
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
     md = dm.read_resource_claim("train", "accel", root=sample_root)
@@ -38,8 +26,8 @@ def test_show_prints_the_merged_request_once_as_json(sample_root: Path) -> None:
     assert shown["metadata"]["uid"] == md.claim_uid
     assert shown.pop("generations") == md.generations
     assert {**shown, "metadata": {}} == expected
-    go = run("show", "--root", str(sample_root), "--claim", "train", "--request", "accel",
-             "--format", "go")  # fmt: skip
+    go = run_cli("show", "--root", str(sample_root), "--claim", "train", "--request", "accel",
+                 "--format", "go")  # fmt: skip
     assert json.loads(go.stdout) == expected  # Go's merged object, exactly
     assert [d["driver"] for d in shown["requests"][0]["devices"]] == [
         "gpu.example.com",
@@ -49,7 +37,7 @@ def test_show_prints_the_merged_request_once_as_json(sample_root: Path) -> None:
 
 def test_show_summary_lists_devices_and_files(sample_root: Path) -> None:
     """The summary names every file, device and attribute, one per line."""
-    done = run(
+    done = run_cli(
         "show",
         "--template-claim",
         "gpu",
@@ -68,7 +56,7 @@ def test_show_summary_lists_devices_and_files(sample_root: Path) -> None:
 
 def test_show_missing_request_exits_66_with_one_line(tmp_path: Path) -> None:
     """A missing request directory is exit 66 (not found) and one line naming it and the fix."""
-    done = run("show", "--root", str(tmp_path), "--claim", "c", "--request", "r")
+    done = run_cli("show", "--root", str(tmp_path), "--claim", "c", "--request", "r")
     assert done.returncode == 66
     assert done.stdout == ""
     (line,) = done.stderr.strip().splitlines()
@@ -81,9 +69,11 @@ def test_show_missing_request_exits_66_with_one_line(tmp_path: Path) -> None:
 
 def test_unsafe_names_and_bad_options_are_usage_errors(tmp_path: Path) -> None:
     """An unsafe name or a bad option exits 64."""
-    assert run("show", "--root", str(tmp_path), "--claim", "..", "--request", "r").returncode == 64
-    assert run("get", "--claim", "c").returncode == 64  # no attribute NAME
-    assert run("frobnicate").returncode == 64
+    assert (
+        run_cli("show", "--root", str(tmp_path), "--claim", "..", "--request", "r").returncode == 64
+    )
+    assert run_cli("get", "--claim", "c").returncode == 64  # no attribute NAME
+    assert run_cli("frobnicate").returncode == 64
 
 
 def test_validate_exit_codes(tmp_path: Path, sample_root: Path) -> None:
@@ -93,18 +83,18 @@ def test_validate_exit_codes(tmp_path: Path, sample_root: Path) -> None:
     bad.write_bytes(dm.encode(dm.DeviceMetadata(pod_claim_name="BAD")))
     broken = tmp_path / "broken-metadata.json"
     broken.write_bytes(b'{"kind":"DeviceMeta')
-    ok = run("validate", str(good))
+    ok = run_cli("validate", str(good))
     assert ok.returncode == 0, ok.stderr
     assert "valid (metadata.resource.k8s.io/v1beta1)" in ok.stdout
-    invalid = run("validate", str(good), str(bad))
+    invalid = run_cli("validate", str(good), str(bad))
     assert invalid.returncode == 1
     assert (
         f'{bad}: podClaimName: Invalid value: "BAD": a lowercase RFC 1123 label' in invalid.stdout
     )
-    undecodable = run("validate", str(bad), str(broken))
+    undecodable = run_cli("validate", str(bad), str(broken))
     assert undecodable.returncode == 65
     assert f"{broken}: read metadata object from stream: unexpected EOF" in undecodable.stderr
-    missing = run("validate", str(bad), str(broken), str(tmp_path / "missing.json"))
+    missing = run_cli("validate", str(bad), str(broken), str(tmp_path / "missing.json"))
     assert missing.returncode == 66
     assert "no such file or directory" in missing.stderr
 
@@ -130,7 +120,7 @@ def test_console_script_is_installed(sample_root: Path) -> None:
 def test_help_documents_the_exit_codes() -> None:
     """--help of every command names the exit codes."""
     for args in ([], ["show"], ["validate"]):
-        done = run(*args, "--help")
+        done = run_cli(*args, "--help")
         assert done.returncode == 0
         assert (
             "exit codes: 0 success, 1 condition false or invalid, 64 usage error,\n"
@@ -167,12 +157,7 @@ def test_env_streamed_in_blocks_prints_what_the_library_renders(
 ) -> None:
     """env over 600 claims (several 64 KiB blocks) prints exactly render(env_vars()), to the end."""
     _large_tree(tmp_path, 600)
-    done = subprocess.run(
-        [sys.executable, "-m", "dra_metadata", "env", "--root", str(tmp_path), "--format", output],
-        capture_output=True,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-        timeout=60,
-    )
+    done = run_cli_bytes("env", "--root", str(tmp_path), "--format", output)
     from dra_metadata._env import render
 
     expected, _ = render(dm.env_vars(root=tmp_path), output)  # type: ignore[arg-type]
@@ -225,7 +210,7 @@ def test_no_arguments_lists_every_command_on_one_line_and_exits_0() -> None:
     """A bare ``dra-metadata``: the usage, each command of the parser once, one line each."""
     from dra_metadata._cli import build_parser
 
-    done = run()
+    done = run_cli()
     assert done.returncode == 0
     assert done.stderr == ""
     parser = build_parser()
@@ -251,7 +236,7 @@ def test_no_arguments_lists_every_command_on_one_line_and_exits_0() -> None:
 def test_a_root_one_level_off_says_did_you_mean(root: str, meant: str) -> None:
     """--root one level above (or below) a metadata root: exit 66, naming the root meant."""
     for command in (["env"], ["ls"], ["show", "--claim", "nic", "--request", "eth"]):
-        done = run(*command, "--root", root)
+        done = run_cli(*command, "--root", root)
         assert done.returncode == 66
         assert f"nothing is mounted under {root}; did you mean --root {meant}" in done.stderr
 

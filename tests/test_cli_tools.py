@@ -19,27 +19,13 @@ from dra_metadata._cli._get import value_of
 from dra_metadata._cli._ls import row, table
 from dra_metadata._env import collect, render
 from dra_metadata.testing import MetadataTree
-from tests.conftest import REPO, SAMPLE_ROOT
+from tests.conftest import REPO, SAMPLE_ROOT, run_cli_bytes
 from tests.exploration import examples
 
 #: The columns of `ls`.
 HEADER = ("KIND", "CLAIM", "REQUEST", "DRIVER", "VERSION", "GENERATION", "DEVICES", "STATUS")
 
 A = dm.DeviceAttribute
-
-
-def run(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[bytes]:
-    """Run ``python -m dra_metadata ARGS`` from the checkout; output as bytes."""
-    return subprocess.run(
-        [sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        cwd=REPO,
-        env={**os.environ, **(env or {})},
-        timeout=timeout,
-        check=False,
-    )
 
 
 def errors(done: subprocess.CompletedProcess[bytes]) -> list[str]:
@@ -68,14 +54,14 @@ template  inference  gpu      gpu.example.com       v1beta1            1        
 
 def test_ls_lists_every_sample_file_sorted_and_aligned() -> None:
     """One row per file: kind, claim, request, driver, version, generation, devices, status."""
-    done = run("ls", env={dm.ROOT_ENV: str(SAMPLE_ROOT)})
+    done = run_cli_bytes("ls", env={dm.ROOT_ENV: str(SAMPLE_ROOT)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode() == SAMPLE_TABLE
 
 
 def test_ls_json_is_the_same_rows_with_more_detail() -> None:
     """--json gives one object per file, in the table's order, with the full apiVersion."""
-    done = run("ls", "--root", str(SAMPLE_ROOT), "--json")
+    done = run_cli_bytes("ls", "--root", str(SAMPLE_ROOT), "--json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     assert [(r["kind"], r["claim"], r["request"], r["driver"]) for r in rows] == [
@@ -98,7 +84,7 @@ def test_ls_narrows_with_the_selection_options() -> None:
     root = ("--root", str(SAMPLE_ROOT))
 
     def drivers(*args: str) -> list[str]:
-        done = run("ls", *root, "--json", *args)
+        done = run_cli_bytes("ls", *root, "--json", *args)
         assert done.returncode == 0, done.stderr
         return [row["driver"] for row in json.loads(done.stdout)]
 
@@ -110,7 +96,7 @@ def test_ls_narrows_with_the_selection_options() -> None:
         "gpu.example.com",
     ]
     assert drivers("--claim", "train", "--driver", "rdma.example.com") == ["rdma.example.com"]
-    missing = run("ls", *root, "--claim", "nope")
+    missing = run_cli_bytes("ls", *root, "--claim", "nope")
     assert missing.returncode == 66
     (line,) = errors(missing)
     assert line.startswith(
@@ -129,7 +115,7 @@ def test_ls_marks_files_that_do_not_decode_and_exits_65(dra_metadata_tree: Metad
     broken = good.path().parent / "bad.example.com-metadata.json"
     broken.write_bytes(b'{"kind":"DeviceMeta')
     (good.path().parent / "notes.txt").write_text("not metadata")
-    done = run("ls", "--root", str(tree.root))
+    done = run_cli_bytes("ls", "--root", str(tree.root))
     assert done.returncode == 65
     assert done.stdout.decode().splitlines() == [
         "KIND   CLAIM  REQUEST  DRIVER            VERSION  GENERATION  DEVICES  STATUS",
@@ -139,7 +125,7 @@ def test_ls_marks_files_that_do_not_decode_and_exits_65(dra_metadata_tree: Metad
     assert errors(done) == [
         f"dra-metadata: {broken}: read metadata object from stream: unexpected EOF"
     ]
-    rows = json.loads(run("ls", "--root", str(tree.root), "--json").stdout)
+    rows = json.loads(run_cli_bytes("ls", "--root", str(tree.root), "--json").stdout)
     assert rows[0]["status"] == "undecodable"
     assert rows[0]["error"].endswith("unexpected EOF")
 
@@ -148,19 +134,19 @@ def test_ls_of_a_missing_root_is_66_and_of_an_empty_root_says_nothing_is_mounted
     tmp_path: Path,
 ) -> None:
     """No root: the header, exit 66 and one line. No metadata: the header, a note, exit 0."""
-    missing = run("ls", "--root", str(tmp_path / "absent"))
+    missing = run_cli_bytes("ls", "--root", str(tmp_path / "absent"))
     assert missing.returncode == 66
     assert missing.stdout.decode().split() == list(HEADER)
     (line,) = errors(missing)
     assert f"the metadata root {tmp_path / 'absent'} does not exist" in line
     assert "resources.claims" in line
     (tmp_path / "resourceclaims" / "c" / "r").mkdir(parents=True)
-    empty = run("ls", "--root", str(tmp_path))
+    empty = run_cli_bytes("ls", "--root", str(tmp_path))
     assert empty.returncode == 66  # as every command says of an empty root
     assert empty.stdout.decode().split() == list(HEADER)
     (note,) = errors(empty)
     assert note.startswith(f"dra-metadata: nothing is mounted under {tmp_path}; ")
-    assert json.loads(run("ls", "--root", str(tmp_path), "--json").stdout) == []
+    assert json.loads(run_cli_bytes("ls", "--root", str(tmp_path), "--json").stdout) == []
 
 
 def test_symlinks_below_the_root_are_never_followed(
@@ -179,7 +165,7 @@ def test_symlinks_below_the_root_are_never_followed(
     (root / "resourceclaims/real/request-link").symlink_to(secret.path.parent)
     (root / "resourceclaims/real/r/file-link-metadata.json").symlink_to(secret.path)
     (root / "resourceclaimtemplates").symlink_to(outside.root / "resourceclaims")
-    done = run("ls", "--root", str(root), "--json")
+    done = run_cli_bytes("ls", "--root", str(root), "--json")
     assert done.returncode == 66
     rows = json.loads(done.stdout)
     assert [(r["kind"], r["claim"], r["request"], r["driver"], r["status"]) for r in rows] == [
@@ -194,17 +180,19 @@ def test_symlinks_below_the_root_are_never_followed(
         "is a symbolic link; links below the metadata root are not followed" in line
         for line in errors(done)
     )
-    env = run("env", "--root", str(root))
+    env = run_cli_bytes("env", "--root", str(root))
     assert env.returncode == 66
     assert b"secret-device" not in env.stdout
     assert b"evil" not in env.stdout
     assert b"DRA_REAL_R_" not in env.stdout  # its request holds a link: left out whole
-    got = run("get", "--root", str(root), "--claim", "real", "--request", "r", "name")
+    got = run_cli_bytes("get", "--root", str(root), "--claim", "real", "--request", "r", "name")
     assert got.returncode == 66
     assert b"secret-device" not in got.stdout
     # The root itself may be a link: it is where the user pointed.
     (tmp_path / "root-link").symlink_to(root)
-    listed = run("ls", "--root", str(tmp_path / "root-link"), "--claim", "real", "--request", "r")
+    listed = run_cli_bytes(
+        "ls", "--root", str(tmp_path / "root-link"), "--claim", "real", "--request", "r"
+    )
     assert b"gpu.example.com" in listed.stdout
 
 
@@ -226,7 +214,7 @@ def test_special_files_and_odd_names_give_rows_not_hangs_or_tracebacks(
     good = dra_metadata_tree.claim("c").request("r").add_driver("gpu.example.com")
     with open(odd + b"/gpu.example.com-metadata.json", "wb") as out:
         out.write(good.encode())
-    done = run("ls", "--root", str(root), timeout=30)
+    done = run_cli_bytes("ls", "--root", str(root), timeout=30)
     assert done.returncode == 66  # the worst: the FIFO cannot be read (65 < 66)
     lines = done.stdout.decode().splitlines()
     assert lines[1].split()[:4] == ["claim", "c", "r", "fifo.example.com"]
@@ -244,7 +232,7 @@ def test_special_files_and_odd_names_give_rows_not_hangs_or_tracebacks(
 
 def get(*args: str) -> subprocess.CompletedProcess[bytes]:
     """``dra-metadata get`` against the sample tree."""
-    return run("get", "--root", str(SAMPLE_ROOT), *args)
+    return run_cli_bytes("get", "--root", str(SAMPLE_ROOT), *args)
 
 
 def test_get_prints_one_value_per_device_in_order() -> None:
@@ -314,22 +302,24 @@ def test_get_exit_codes_for_missing_broken_empty_and_unsafe(
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b"[]")
     base = ("get", "--root", str(tree.root))
-    missing = run(*base, "--claim", "nope", "--request", "r", "uuid")
+    missing = run_cli_bytes(*base, "--claim", "nope", "--request", "r", "uuid")
     assert missing.returncode == 66
     (line,) = errors(missing)
     assert line.startswith(
         f"dra-metadata: no metadata files found in {tree.root}/resourceclaims/nope/r: "
         "there is no claim 'nope'; claims here: "
     )
-    assert run(*base, "--claim", "broken", "--request", "r", "uuid").returncode == 65
-    empty = run(*base, "--claim", "empty", "--request", "r", "uuid")
+    assert run_cli_bytes(*base, "--claim", "broken", "--request", "r", "uuid").returncode == 65
+    empty = run_cli_bytes(*base, "--claim", "empty", "--request", "r", "uuid")
     assert empty.returncode == 1
     assert errors(empty) == ["dra-metadata: claim 'empty' request 'r' has no devices"]
-    assert run(*base, "--claim", "..", "--request", "r", "uuid").returncode == 64
-    assert run(*base, "--claim", "c", "--request", "a/b/c", "uuid").returncode == 64
-    assert run(*base, "--claim", "c").returncode == 64  # no attribute NAME
-    assert run(*base, "--claim", "c", "--request", "*", "uuid").returncode == 64  # no patterns
-    assert run(*base, "--claim", "c", "--request", "r", "--json", "-0", "x").returncode == 64
+    assert run_cli_bytes(*base, "--claim", "..", "--request", "r", "uuid").returncode == 64
+    assert run_cli_bytes(*base, "--claim", "c", "--request", "a/b/c", "uuid").returncode == 64
+    assert run_cli_bytes(*base, "--claim", "c").returncode == 64  # no attribute NAME
+    pattern = run_cli_bytes(*base, "--claim", "c", "--request", "*", "uuid")
+    assert pattern.returncode == 64  # no patterns
+    json_and_nul = run_cli_bytes(*base, "--claim", "c", "--request", "r", "--json", "-0", "x")
+    assert json_and_nul.returncode == 64
 
 
 # --------------------------------------------------------------------------- #
@@ -339,7 +329,7 @@ def test_get_exit_codes_for_missing_broken_empty_and_unsafe(
 
 def test_env_prints_the_documented_variables_for_the_sample_tree() -> None:
     """The shell output of the sample tree: every request, in order, as env_vars() says."""
-    done = run("env", env={dm.ROOT_ENV: str(SAMPLE_ROOT)})
+    done = run_cli_bytes("env", env={dm.ROOT_ENV: str(SAMPLE_ROOT)})
     assert done.returncode == 0, done.stderr
     lines = done.stdout.decode().splitlines()
     expected = dm.env_vars(root=SAMPLE_ROOT)
@@ -357,10 +347,10 @@ def test_env_formats_carry_the_same_variables() -> None:
     """dotenv and json hold the same names and values as the shell output."""
     root = ("--root", str(SAMPLE_ROOT), "--claim", "vfio-gpu")
     expected = dm.env_vars(root=SAMPLE_ROOT, claim="vfio-gpu")
-    as_json = run("env", *root, "--format", "json")
+    as_json = run_cli_bytes("env", *root, "--format", "json")
     assert json.loads(as_json.stdout) == expected
     assert list(json.loads(as_json.stdout)) == list(expected)
-    dotenv = run("env", *root, "--format", "dotenv").stdout.decode().splitlines()
+    dotenv = run_cli_bytes("env", *root, "--format", "dotenv").stdout.decode().splitlines()
     assert dotenv[0] == "DRA_VFIO_GPU_GPU_COUNT=1"
     assert 'DRA_VFIO_GPU_GPU_PRODUCT_NAME="NVIDIA A100-PCIE-40GB"' in dotenv
     assert len(dotenv) == len(expected)
@@ -370,14 +360,14 @@ def test_env_selects_and_prefixes() -> None:
     """--claim, --template-claim, --request and --prefix choose what and how it is named."""
 
     def names(*args: str) -> set[str]:
-        done = run("env", "--root", str(SAMPLE_ROOT), "--format", "json", *args)
+        done = run_cli_bytes("env", "--root", str(SAMPLE_ROOT), "--format", "json", *args)
         assert done.returncode == 0, done.stderr
         return {name.split("_")[1] for name in json.loads(done.stdout)}
 
     assert names("--template-claim", "gpu") == {"GPU"}
     assert names("--request", "gpu") == {"VFIO", "GPU", "INFERENCE"}
     assert names("--claim", "nic", "--prefix", "X_") == {"NIC"}
-    assert run("env", "--root", str(SAMPLE_ROOT), "--prefix", "1X").returncode == 64
+    assert run_cli_bytes("env", "--root", str(SAMPLE_ROOT), "--prefix", "1X").returncode == 64
 
 
 def test_env_exit_codes_for_missing_empty_and_broken(
@@ -385,10 +375,10 @@ def test_env_exit_codes_for_missing_empty_and_broken(
 ) -> None:
     """Missing root or selection 66; empty root 66, said on stderr only; one broken request 65."""
     tree = dra_metadata_tree
-    assert run("env", "--root", str(tree.root / "absent")).returncode == 66
-    assert run("env", "--root", str(SAMPLE_ROOT), "--claim", "nope").returncode == 66
+    assert run_cli_bytes("env", "--root", str(tree.root / "absent")).returncode == 66
+    assert run_cli_bytes("env", "--root", str(SAMPLE_ROOT), "--claim", "nope").returncode == 66
     (tree.root / "resourceclaims").mkdir(parents=True)
-    empty = run("env", "--root", str(tree.root))
+    empty = run_cli_bytes("env", "--root", str(tree.root))
     assert (empty.returncode, empty.stdout) == (66, b"")  # stdout stays safe to source
     assert empty.stderr.decode().startswith(f"dra-metadata: nothing is mounted under {tree.root}; ")
     for claim in ("a", "b"):
@@ -397,7 +387,7 @@ def test_env_exit_codes_for_missing_empty_and_broken(
     # Hand-damaged bytes: the kit writes only whole, valid streams.
     broken = tree.root / "resourceclaims/b/r/e.example.com-metadata.json"
     broken.write_bytes(b"{}")
-    done = run("env", "--root", str(tree.root))
+    done = run_cli_bytes("env", "--root", str(tree.root))
     assert done.returncode == 65
     printed = done.stdout.decode()
     assert "export DRA_A_R_0_UUID=u\n" in printed
@@ -413,7 +403,7 @@ def test_env_collisions_are_65_and_name_both_sources(dra_metadata_tree: Metadata
     for claim in ("a-b", "a_b", "c"):
         tree.claim(claim).request("r").device("d.example.com", "p", "dev-0")
     tree.write()
-    done = run("env", "--root", str(tree.root))
+    done = run_cli_bytes("env", "--root", str(tree.root))
     assert done.returncode == 65
     assert errors(done) == [
         "dra-metadata: DRA_A_B_R_COUNT: claim 'a-b' request 'r' and claim 'a_b' request 'r' "
@@ -443,7 +433,7 @@ def test_env_of_hostile_files_sources_exactly_in_sh_and_bash(
     attributes = {f"v{i}": value for i, value in enumerate(nasty)}  # each a string attribute
     tree.claim("c").request("r").device("d.example.com", "p", "dev-0", attributes=attributes)
     tree.write()
-    done = run("env", "--root", str(tree.root))
+    done = run_cli_bytes("env", "--root", str(tree.root))
     assert done.returncode == 0, done.stderr
     script = tmp_path / "dra.env"
     script.write_bytes(done.stdout)
@@ -472,7 +462,7 @@ def test_env_refuses_a_nul_value_but_prints_the_rest(dra_metadata_tree: Metadata
     tree.claim("c").request("r").device("d.example.com", "p", "dev-0", bad="a\x00b", good="fine")
     tree.write()
     for fmt in ("shell", "dotenv", "json"):
-        done = run("env", "--root", str(tree.root), "--format", fmt)
+        done = run_cli_bytes("env", "--root", str(tree.root), "--format", fmt)
         assert done.returncode == 65
         assert b"fine" in done.stdout
         assert b"DRA_C_R_0_BAD" not in done.stdout
@@ -489,12 +479,12 @@ def test_env_dotenv_refusals_are_65_with_the_rest_printed(
     tree = dra_metadata_tree
     tree.claim("c").request("r").device("d.example.com", "p", "dev-0", path="C:\\", ok="fine")
     tree.write()
-    done = run("env", "--root", str(tree.root), "--format", "dotenv")
+    done = run_cli_bytes("env", "--root", str(tree.root), "--format", "dotenv")
     assert done.returncode == 65
     assert b"DRA_C_R_0_OK=fine\n" in done.stdout
     assert b"PATH" not in done.stdout
     assert len(errors(done)) == 2  # the device's and the request's variable
-    assert run("env", "--root", str(tree.root)).returncode == 0  # shell carries it
+    assert run_cli_bytes("env", "--root", str(tree.root)).returncode == 0  # shell carries it
 
 
 def test_a_closed_pipe_ends_quietly() -> None:
@@ -514,7 +504,7 @@ def test_a_closed_pipe_ends_quietly() -> None:
 @pytest.mark.parametrize("command", ["ls", "get", "env"])
 def test_help_documents_the_exit_codes(command: str) -> None:
     """--help of ls, get and env names the shared exit codes."""
-    done = run(command, "--help")
+    done = run_cli_bytes(command, "--help")
     assert done.returncode == 0
     assert (
         b"exit codes: 0 success, 1 condition false or invalid, 64 usage error,\n"
@@ -615,7 +605,7 @@ def test_any_bytes_and_names_give_rows_and_errors_never_exceptions(
 
 def test_usage_errors_name_every_missing_argument() -> None:
     """A usage error exits 64 with argparse's whole message on one stderr line."""
-    done = run("get")
+    done = run_cli_bytes("get")
     assert done.returncode == 64
     assert errors(done)[-1] == (
         "dra-metadata get: error: the following arguments are required: NAME"
@@ -643,7 +633,7 @@ def test_non_utf8_paths_print_as_their_bytes_under_a_strict_utf8_stdout(
         args += ["--format", "summary"]
     else:
         args = [command, os.fsdecode(target)]
-    done = run(*args, env={"PYTHONIOENCODING": "utf-8"})
+    done = run_cli_bytes(*args, env={"PYTHONIOENCODING": "utf-8"})
     errors(done)
     assert done.returncode == 0
     assert target in done.stdout or root in done.stdout

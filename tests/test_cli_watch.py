@@ -18,7 +18,7 @@ import dra_metadata as dm
 from dra_metadata._cli import main
 from dra_metadata._cli._watch import parse_duration
 from dra_metadata.testing import MetadataTree, MountedMetadataTree
-from tests.conftest import REPO, SAMPLE_ROOT, nic_tree
+from tests.conftest import REPO, SAMPLE_ROOT, nic_tree, run_cli, run_cli_bytes
 
 #: Generous bound for waiting on a condition (a loaded CI machine); never a latency claim.
 WAIT = 30.0
@@ -26,17 +26,6 @@ WAIT = 30.0
 
 #: Wait for network data, at most the generous bound.
 FOR_NET = ("--for=network", f"--timeout={WAIT:g}s")
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m dra_metadata ARGS`` to completion (root from the environment)."""
-    return subprocess.run(
-        [sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=WAIT * 2,
-    )
 
 
 class Lines:
@@ -149,7 +138,7 @@ def test_watch_reports_a_file_that_stays_undecodable(
 def test_watch_with_a_timeout_ends_by_itself(dra_metadata_tree: MetadataTree) -> None:
     """--timeout ends the watch with exit code 0 after printing the initial state."""
     nic_tree(dra_metadata_tree, "a.example.com", "b.example.com")
-    done = run("watch", "--claim", "nic", "--request", "eth", "--timeout", "200ms")
+    done = run_cli("watch", "--claim", "nic", "--request", "eth", "--timeout", "200ms")
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(r["event"], r["driver"]) for r in records] == [
@@ -165,14 +154,8 @@ def test_watch_prints_a_file_name_that_is_not_utf8(tmp_path: Any) -> None:
     md = dm.DeviceMetadata(metadata=dm.ObjectMeta(name="c", namespace="ns", uid="u", generation=1))
     with open(os.path.join(os.fsencode(directory), b"\xff-metadata.json"), "wb") as file:
         file.write(dm.encode(md))
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "dra_metadata", "watch", "--claim=c", "--request=r"),
-            *(f"--root={tmp_path}", "--timeout=0"),
-        ],
-        capture_output=True,
-        cwd=REPO,
-        timeout=WAIT * 2,
+    done = run_cli_bytes(
+        "watch", "--claim=c", "--request=r", f"--root={tmp_path}", "--timeout=0", timeout=WAIT * 2
     )
     assert done.returncode == 0, done.stderr
     [line] = done.stdout.splitlines()
@@ -209,7 +192,7 @@ def test_watch_in_process_prints_the_sample_request() -> None:
 
 def test_wait_exits_0_at_once_when_the_condition_holds() -> None:
     """The sample NIC already has network data: exit 0, nothing printed."""
-    done = run(
+    done = run_cli(
         "wait", "--root", str(SAMPLE_ROOT), "--claim", "nic", "--request", "eth", "--for", "network"
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
@@ -290,7 +273,7 @@ def test_wait_times_out_with_exit_1_and_says_what_it_saw_last(
         if setup == "model":
             vf.set(model="x710")
             dra_metadata_tree.update()
-    done = run("wait", "--claim", "nic", "--request", "eth", *args, "--timeout", "300ms")
+    done = run_cli("wait", "--claim", "nic", "--request", "eth", *args, "--timeout", "300ms")
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1
@@ -305,9 +288,9 @@ def test_wait_conditions_combine(dra_metadata_tree: MetadataTree) -> None:
     vf.network(interface_name="net1")
     dra_metadata_tree.update()
     every = ["--for", "network", "--generation", "2", "--attribute", "model"]
-    assert run("wait", "--claim", "nic", "--request", "eth", *every).returncode == 0
+    assert run_cli("wait", "--claim", "nic", "--request", "eth", *every).returncode == 0
     more = [*every, "--attribute", "sriov.example.com/vendor", "--timeout", "0"]
-    done = run("wait", "--claim", "nic", "--request", "eth", *more)
+    done = run_cli("wait", "--claim", "nic", "--request", "eth", *more)
     assert done.returncode == 1
     assert "without attribute sriov.example.com/vendor" in done.stderr
 
@@ -360,11 +343,11 @@ def test_timeouts_refuse_anything_else(text: str) -> None:
 
 def test_help_lists_watch_and_wait_and_documents_the_timeout() -> None:
     """Both commands are listed, and their help explains the duration format."""
-    done = run("--help")
+    done = run_cli("--help")
     assert "watch" in done.stdout
     assert "wait" in done.stdout
     for command in ("watch", "wait"):
-        helped = run(command, "--help")
+        helped = run_cli(command, "--help")
         assert helped.returncode == 0
         assert "1m30s, 500ms" in helped.stdout
 

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import msgspec
@@ -33,7 +34,7 @@ import dra_metadata as dm
 from dra_metadata._nearby import nothing_mounted_text
 from dra_metadata._select import Place, ask, resolve
 from dra_metadata.testing import MetadataTree
-from tests.conftest import REPO, SAMPLE_ROOT
+from tests.conftest import NO_ROOT, REPO, SAMPLE_ROOT, run_cli, run_cli_bytes
 from tests.exploration import examples
 
 ROOT = str(SAMPLE_ROOT.relative_to(REPO))
@@ -42,19 +43,8 @@ TOPOLOGY_ROOT = "examples/topology-tree"
 ALLOCATED = "gpu/high-memory"
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m dra_metadata ARGS`` from the checkout, as a user runs it."""
-    environ = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
-    environ.pop("DRA_METADATA_ROOT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=environ,
-        timeout=60,
-        check=False,
-    )
+#: ``python -m dra_metadata ARGS`` from the checkout, as a user runs it (no root set).
+cli = partial(run_cli, env=NO_ROOT)
 
 
 def error_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -342,14 +332,7 @@ def test_validate_and_lint_check_the_mounted_root_without_a_file() -> None:
         assert sorted(set(checked)) == sorted(files)
         named = cli(command, ROOT)
         assert (done.returncode, done.stdout) == (named.returncode, named.stdout)
-        from_env = subprocess.run(
-            [sys.executable, "-m", "dra_metadata", command],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            env=dict(os.environ, PYTHONPATH=str(REPO), DRA_METADATA_ROOT=ROOT),
-            check=False,
-        )
+        from_env = run_cli(command, env={"DRA_METADATA_ROOT": ROOT})
         assert from_env.stdout == done.stdout
 
 
@@ -358,7 +341,7 @@ def test_validate_and_lint_check_the_mounted_root_without_a_file() -> None:
 
 def test_topology_lines_are_whole_unless_stdout_is_a_terminal() -> None:
     """In a pipe (kubectl logs) no line is cut whatever COLUMNS says; on a terminal they are."""
-    piped = cli("topology", "--root", TOPOLOGY_ROOT, env={"COLUMNS": "60"})
+    piped = cli("topology", "--root", TOPOLOGY_ROOT, env={**NO_ROOT, "COLUMNS": "60"})
     assert "…" not in piped.stdout
     assert "GPU-4a1c2e3f-5b6d-4e7f-8091-a2b3c4d5e6f7" in piped.stdout
     leader, follower = pty.openpty()
@@ -512,25 +495,7 @@ def test_show_json_keeps_a_driver_name_that_is_not_utf8(tmp_path: Path) -> None:
     tree.write()
     directory = os.fsencode(tmp_path / "resourceclaims" / "c" / "r")
     os.rename(directory + b"/d.example.com-metadata.json", directory + b"/d\xff-metadata.json")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dra_metadata",
-            "show",
-            "--root",
-            str(tmp_path),
-            "--claim",
-            "c",
-            "--request",
-            "r",
-        ],
-        capture_output=True,
-        cwd=REPO,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-        timeout=60,
-        check=False,
-    )
+    done = run_cli_bytes("show", "--root", str(tmp_path), "--claim", "c", "--request", "r")
     assert (done.returncode, done.stderr) == (0, b"")
     assert b'"generations": {\n    "d\xff": 1\n  }\n}\n' in done.stdout
 

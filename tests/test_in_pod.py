@@ -16,21 +16,9 @@ import pytest
 
 import dra_metadata as dm
 from dra_metadata.testing import MetadataTree, MountedMetadataTree
-from tests.conftest import REPO, SAMPLE_ROOT
+from tests.conftest import REPO, SAMPLE_ROOT, run_cli
 
 ROOT = str(SAMPLE_ROOT)
-
-
-def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``python -m dra_metadata ARGS`` from the checkout, text output."""
-    return subprocess.run(
-        [sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def one_error(done: subprocess.CompletedProcess[str]) -> str:
@@ -51,8 +39,8 @@ def test_a_subrequest_that_was_not_allocated_is_not_found_and_names_the_one_that
     assert err.value.nearby == ("gpu/high-memory",)
     for command in ("show", "get"):
         extra = ["uuid"] if command == "get" else []
-        done = run(command, "--root", ROOT, "--template-claim", "inference", "--request",
-                   "gpu/low-memory", *extra)  # fmt: skip
+        done = run_cli(command, "--root", ROOT, "--template-claim", "inference", "--request",
+                       "gpu/low-memory", *extra)  # fmt: skip
         assert (done.returncode, done.stdout) == (66, "")
         assert one_error(done) == str(err.value)
 
@@ -81,7 +69,7 @@ def test_leaving_the_request_out_reads_every_request_of_the_claim(
     md = dm.read_resource_claim("c", root=root)
     assert [r.name for r in md.requests] == ["gpu", "nic"]
     assert [s.driver for s in md.sources] == ["g.example.com", "n.example.com"]
-    done = run("get", "--root", root, "--claim", "c", "uuid")
+    done = run_cli("get", "--root", root, "--claim", "c", "uuid")
     assert (done.returncode, done.stdout) == (0, "u0\nu1\n")
 
 
@@ -90,7 +78,7 @@ def test_glob_characters_are_refused_and_point_at_the_request_less_form(name: st
     """Names are never patterns: *, ? and [ are an InvalidNameError (exit 64) saying what to do."""
     with pytest.raises(dm.InvalidNameError, match="leave the request out"):
         dm.read_resource_claim("train", name, root=ROOT)
-    done = run("show", "--root", ROOT, "--claim", "train", "--request", name)
+    done = run_cli("show", "--root", ROOT, "--claim", "train", "--request", name)
     assert done.returncode == 64
     assert "leave the request out" in one_error(done)
 
@@ -108,8 +96,8 @@ def test_a_merged_read_tells_the_claim_identity_and_each_generation() -> None:
     assert md.metadata == dm.ObjectMeta()  # Go's merged object has no object metadata
     assert "metadata" in md.to_dict()
     assert md.to_dict()["metadata"] == {}
-    summary = run("show", "--root", ROOT, "--claim", "nic", "--request", "eth", "--format",
-                  "summary").stdout  # fmt: skip
+    summary = run_cli("show", "--root", ROOT, "--claim", "nic", "--request", "eth", "--format",
+                      "summary").stdout  # fmt: skip
     assert f"claim: ml-team/nic uid={md.claim_uid} generation: sriov.example.com=2" in summary
 
 
@@ -130,7 +118,7 @@ def test_files_that_disagree_on_the_claim_say_so(dra_metadata_tree: MetadataTree
     assert disagreement is not None
     assert "uid-1" in disagreement
     assert "uid-2" in disagreement
-    done = run("show", "--root", str(tree.root), "--claim", "c", "--request", "r")
+    done = run_cli("show", "--root", str(tree.root), "--claim", "c", "--request", "r")
     assert done.returncode == 0
     assert one_error(done).startswith("warning: the files disagree on the claim UID")
 
@@ -165,10 +153,12 @@ def test_a_claim_of_the_other_kind_is_pointed_at_in_the_library_and_the_cli() ->
     assert "a template claim 'gpu' exists (--template-claim gpu" in message
     for command in (["show"], ["get"], ["ls"], ["env"]):
         extra = ["uuid"] if command == ["get"] else []
-        done = run(*command, "--root", ROOT, "--claim", "gpu", "--request", "gpu", *extra)
+        done = run_cli(*command, "--root", ROOT, "--claim", "gpu", "--request", "gpu", *extra)
         assert done.returncode == 66, command
         assert "a template claim 'gpu' exists (--template-claim gpu" in done.stderr, command
-    assert one_error(run("show", "--root", ROOT, "--claim", "gpu", "--request", "gpu")) == message
+    assert (
+        one_error(run_cli("show", "--root", ROOT, "--claim", "gpu", "--request", "gpu")) == message
+    )
 
 
 def test_a_short_driver_name_is_pointed_at_its_whole_name() -> None:
@@ -181,7 +171,7 @@ def test_a_short_driver_name_is_pointed_at_its_whole_name() -> None:
 
 def test_a_misspelled_request_offers_the_ones_there() -> None:
     """--request gpus offers gpu."""
-    done = run("get", "--root", ROOT, "--template-claim", "gpu", "--request", "gpus", "uuid")
+    done = run_cli("get", "--root", ROOT, "--template-claim", "gpu", "--request", "gpus", "uuid")
     assert done.returncode == 66
     assert "template claim 'gpu' has no request 'gpus'; its requests: gpu" in one_error(done)
 
@@ -189,7 +179,7 @@ def test_a_misspelled_request_offers_the_ones_there() -> None:
 def test_no_root_at_all_says_nothing_is_mounted_and_why(tmp_path: Path) -> None:
     """A missing root names itself, says nothing is mounted, and gives the fix."""
     root = str(tmp_path / "absent")
-    done = run("show", "--root", root, "--claim", "c", "--request", "r")
+    done = run_cli("show", "--root", root, "--claim", "c", "--request", "r")
     assert done.returncode == 66
     message = one_error(done)
     assert f"the metadata root {root} does not exist" in message
@@ -199,8 +189,8 @@ def test_no_root_at_all_says_nothing_is_mounted_and_why(tmp_path: Path) -> None:
 
 def test_root_works_before_or_after_the_command() -> None:
     """--root R ls and ls --root R print the same."""
-    before = run("--root", ROOT, "ls")
-    after = run("ls", "--root", ROOT)
+    before = run_cli("--root", ROOT, "ls")
+    after = run_cli("ls", "--root", ROOT)
     assert before.returncode == after.returncode == 0
     assert before.stdout == after.stdout
     assert "nic" in before.stdout
@@ -208,7 +198,7 @@ def test_root_works_before_or_after_the_command() -> None:
 
 def test_ls_of_an_empty_root_prints_the_header_and_says_nothing_is_mounted(tmp_path: Path) -> None:
     """An empty root: the header on stdout, one line on stderr, exit 66 as every command."""
-    done = run("ls", "--root", str(tmp_path))
+    done = run_cli("ls", "--root", str(tmp_path))
     assert done.returncode == 66
     assert done.stdout.split() == [
         "KIND", "CLAIM", "REQUEST", "DRIVER", "VERSION", "GENERATION", "DEVICES", "STATUS"
@@ -223,7 +213,7 @@ def test_get_finds_standard_attributes_by_their_short_names() -> None:
     """pciBusID, pcieRoot and numaNode reach resource.kubernetes.io/... as env names them."""
     for name, expected in (("pciBusID", "0000:af:00.0"), ("pcieRoot", "pci0000:ae"),
                            ("numaNode", "1")):  # fmt: skip
-        done = run("get", "--root", ROOT, "--claim", "vfio-gpu", "--request", "gpu", name)
+        done = run_cli("get", "--root", ROOT, "--claim", "vfio-gpu", "--request", "gpu", name)
         assert (done.returncode, done.stdout) == (0, expected + "\n"), name
     env = dm.env_vars(root=ROOT, claim="vfio-gpu")
     assert env["DRA_VFIO_GPU_GPU_PCI_BUS_ID"] == "0000:af:00.0"
@@ -238,22 +228,24 @@ def test_a_driver_attribute_of_the_short_name_wins_over_the_standard_one(
     )
     dra_metadata_tree.write()
     root = str(dra_metadata_tree.root)
-    assert run("get", "--root", root, "--claim", "c", "--request", "r", "numaNode").stdout == "7\n"
-    qualified = run("get", "--root", root, "--claim", "c", "--request", "r",
-                    "resource.kubernetes.io/numaNode")  # fmt: skip
+    assert (
+        run_cli("get", "--root", root, "--claim", "c", "--request", "r", "numaNode").stdout == "7\n"
+    )
+    qualified = run_cli("get", "--root", root, "--claim", "c", "--request", "r",
+                        "resource.kubernetes.io/numaNode")  # fmt: skip
     assert qualified.stdout == "1\n"
 
 
 @pytest.mark.parametrize("command", ["validate", "lint"])
 def test_validate_and_lint_check_every_file_below_a_directory(command: str, tmp_path: Path) -> None:
     """A directory stands for the metadata files below it; an empty one is exit 66."""
-    done = run(command, ROOT)
+    done = run_cli(command, ROOT)
     assert done.returncode in (0, 1)
     checked = [line.partition(": ")[0] for line in done.stdout.splitlines()]
     assert checked == sorted(
         (str(p) for p in SAMPLE_ROOT.rglob("*-metadata.json")), key=os.fsencode
     )
-    empty = run(command, str(tmp_path))
+    empty = run_cli(command, str(tmp_path))
     assert empty.returncode == 66
     assert "no *-metadata.json" in one_error(empty)
 
@@ -275,7 +267,7 @@ def test_wait_in_a_container_fails_at_once_for_a_claim_that_is_not_mounted(
 ) -> None:
     """Inside the mounted layout a missing claim can never appear: exit 69 at once, saying why."""
     started = time.monotonic()
-    done = run("wait", "--root", str(pod.root), "--claim", "gpu", "--request", "gpu")
+    done = run_cli("wait", "--root", str(pod.root), "--claim", "gpu", "--request", "gpu")
     assert time.monotonic() - started < 20  # no waiting: the process start is all it costs
     assert done.returncode == 69
     message = one_error(done)
@@ -294,8 +286,8 @@ def test_wait_in_a_container_fails_at_once_when_the_file_was_replaced(
     nic.network(interface_name="net1")
     pod.update(mode="rename")
     started = time.monotonic()
-    done = run("wait", "--root", str(pod.root), "--claim", "nic", "--request", "eth",
-               "--for", "network", "--timeout", "30s")  # fmt: skip
+    done = run_cli("wait", "--root", str(pod.root), "--claim", "nic", "--request", "eth",
+                   "--for", "network", "--timeout", "30s")  # fmt: skip
     assert time.monotonic() - started < 20
     assert done.returncode == 69
     assert "was replaced on the node after this container started" in one_error(done)
@@ -320,8 +312,8 @@ def test_wait_in_a_container_sees_an_in_place_update(pod: MountedMetadataTree) -
 
 def test_wait_on_a_plain_tree_still_waits_and_prints_progress(tmp_path: Path) -> None:
     """Outside a container a missing claim may still come: progress lines, then a timeout."""
-    done = run("wait", "--root", str(tmp_path), "--claim", "nic", "--request", "eth",
-               "--timeout", "1.2s", "--progress", "0.4s")  # fmt: skip
+    done = run_cli("wait", "--root", str(tmp_path), "--claim", "nic", "--request", "eth",
+                   "--timeout", "1.2s", "--progress", "0.4s")  # fmt: skip
     assert done.returncode == 1
     lines = done.stderr.splitlines()
     assert len(lines) >= 3
@@ -332,8 +324,8 @@ def test_wait_on_a_plain_tree_still_waits_and_prints_progress(tmp_path: Path) ->
 
 def test_watch_on_a_missing_root_says_so(tmp_path: Path) -> None:
     """watch says the root does not exist, then watches for it."""
-    done = run("watch", "--root", str(tmp_path / "absent"), "--claim", "c", "--request", "r",
-               "--timeout", "0.2s")  # fmt: skip
+    done = run_cli("watch", "--root", str(tmp_path / "absent"), "--claim", "c", "--request", "r",
+                   "--timeout", "0.2s")  # fmt: skip
     assert (done.returncode, done.stdout) == (0, "")
     assert "does not exist" in one_error(done)
     assert "watching for it to appear" in done.stderr

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import dra_metadata as dm
 from dra_metadata._lint import MAX_ATTRIBUTES, RULES, LintProblem, lint
 from dra_metadata.testing import MetadataTree, RequestBuilder, version
-from tests.conftest import REPO
+from tests.conftest import REPO, run_cli
 from tests.exploration import examples
 from tests.test_decode import damaged_streams
 
@@ -459,16 +459,6 @@ def test_any_bytes_give_problems_or_a_decode_error(data: bytes, path: str | None
 
 
 # --- the command line ----------------------------------------------------------------------
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
 
 
 def test_cli_prints_path_code_field_message_and_exits_1(sample: Sample, tmp_path: Path) -> None:

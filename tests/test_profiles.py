@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import dra_metadata as dm
-from tests.conftest import REPO, SAMPLE_ROOT
+from tests.conftest import REPO, SAMPLE_ROOT, run_cli
 from tests.test_topology import STD, TOPOLOGY_ROOT, run, write_claims
 
 A = dm.DeviceAttribute
@@ -168,7 +168,7 @@ def test_nccl_names_the_wait_that_waits_for_network_data(tmp_path: Path) -> None
     assert found.group(1) == "dra-metadata wait --claim rdma --request nic --for network"
     nic = dm.Device("dra.net", "p", "eth1", network_data=dm.NetworkDeviceData("net1"))
     write_claims(tmp_path, {"rdma/nic": [nic]})
-    waited = cli(*found.group(1).split()[1:], "--root", str(tmp_path), "--timeout", "30s")
+    waited = run_cli(*found.group(1).split()[1:], "--root", str(tmp_path), "--timeout", "30s")
     assert (waited.returncode, waited.stderr) == (0, "")
 
 
@@ -299,27 +299,12 @@ def test_profiles_source_exactly_in_real_shells(tmp_path: Path, shell: str) -> N
     assert "cannot hold as one element" in done.stderr
     assert len(done.stderr.splitlines()) == 1
     assert not any(tmp_path.glob("pwned*"))
+    printed = run_cli(
+        "env", "--root", str(TOPOLOGY_ROOT), "--profile", "cuda", "--profile", "numa", check=True
+    )
     sample = subprocess.run(
         [shell, "-c", '. /dev/stdin; printf "%s|%s" "$CUDA_VISIBLE_DEVICES" "$NUMACTL_OPTIONS"'],
-        input=subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "dra_metadata",
-                "env",
-                "--root",
-                str(TOPOLOGY_ROOT),
-                "--profile",
-                "cuda",
-                "--profile",
-                "numa",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=REPO,
-            timeout=60,
-        ).stdout,
+        input=printed.stdout,
         capture_output=True,
         text=True,
         timeout=60,
@@ -371,25 +356,13 @@ FIXES = (
 )
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``dra-metadata ARGS`` as a real process, from the repository."""
-    return subprocess.run(
-        [sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=60,
-    )
-
-
 @pytest.mark.parametrize("profile", [*MISSING["topology-tree"], EVERY_PROFILE])
 @pytest.mark.parametrize("tree", SAMPLE_TREES, ids=lambda p: p.name)
 def test_every_profile_runs_on_every_sample_tree(tree: Path, profile: str) -> None:
     """Exit 0, or 65 with one line naming what is missing and a fix whose command succeeds."""
     names = profile.split(",")
     failing = [name for name in names if MISSING[tree.name][name] is not None]
-    done = cli("env", "--root", str(tree), "--profile", profile)
+    done = run_cli("env", "--root", str(tree), "--profile", profile)
     if not failing:
         assert (done.returncode, done.stderr) == (0, "")
         assert done.stdout
@@ -415,6 +388,6 @@ def test_every_profile_runs_on_every_sample_tree(tree: Path, profile: str) -> No
         if rest:
             commands.append(["--profile", ",".join(rest)])
     for command in commands:
-        again = cli("env", "--root", str(tree), *command)
+        again = run_cli("env", "--root", str(tree), *command)
         assert (again.returncode, again.stderr) == (0, ""), (command, again.stderr)
         assert again.stdout.startswith("export ")

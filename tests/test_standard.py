@@ -12,10 +12,8 @@ trees written the way today's drivers write them, each door run as a user runs i
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -26,25 +24,15 @@ import dra_metadata as dm
 from dra_metadata._inventory import matches
 from dra_metadata._model import lookup, numa_of
 from dra_metadata.testing import MetadataTree
-from tests.conftest import REPO
+from tests.conftest import NO_ROOT, run_cli
 from tests.test_live import make_sys
 
 A = dm.DeviceAttribute
 STD = "resource.kubernetes.io/"
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m dra_metadata ARGS`` from the checkout, as a user runs it."""
-    environ = dict(os.environ, PYTHONPATH=str(REPO))
-    environ.pop("DRA_METADATA_ROOT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=60,
-        check=False,
-    )
+#: ``python -m dra_metadata ARGS`` from the checkout, as a user runs it (no root set).
+cli = partial(run_cli, env=NO_ROOT)
 
 
 @pytest.fixture

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import dra_metadata as dm
 from dra_metadata._cli import json_text
-from tests.conftest import REPO
+from tests.conftest import run_cli_bytes
 
 
 def object_bytes(generation: int) -> bytes:
@@ -26,14 +24,8 @@ def test_names_with_control_characters_and_bad_bytes_stay_json(tmp_path: Path) -
     for name in (b"\xff\x1b-metadata.json", b"ok-metadata.json"):
         with open(os.path.join(directory, name), "wb") as file:
             file.write(object_bytes(1))
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "dra_metadata", "watch", f"--root={tmp_path}"),
-            *("--claim", claim, "--request=r", "--timeout=0"),
-        ],
-        capture_output=True,
-        cwd=REPO,
-        timeout=60,
+    done = run_cli_bytes(
+        "watch", f"--root={tmp_path}", "--claim", claim, "--request=r", "--timeout=0"
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

@@ -21,31 +21,10 @@ from pathlib import Path
 import pytest
 
 import dra_metadata as dm
-from tests.conftest import REPO
+from tests.conftest import REPO, cli_environ, run_cli
 from tests.test_topology import STD, write_claims
 
 A = dm.DeviceAttribute
-
-
-def cli(
-    *args: str, env: dict[str, str] | None = None, limit_mib: int | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    """``python -m dra_metadata ARGS`` in a child process, optionally under an RLIMIT_AS."""
-
-    def limit() -> None:
-        if limit_mib is not None:
-            size = limit_mib << 20
-            resource.setrlimit(resource.RLIMIT_AS, (size, size))
-
-    return subprocess.run(
-        [sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
-        timeout=timeout,
-        preexec_fn=limit if limit_mib is not None else None,
-    )
 
 
 def one_error(done: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
@@ -66,12 +45,12 @@ def test_dpdk_refuses_a_pci_address_that_would_load_a_shared_object(tmp_path: Pa
     """A pciBusID of '0000:3b:00.0 -d /x/evil.so' is exit 65 naming device and attribute."""
     hostile = {f"{STD}pciBusID": A(string="0000:3b:00.0 -d /x/evil.so")}
     write_claims(tmp_path, {"c/r": [dm.Device("dra.net", "p", "eth1", hostile)]})
-    done = cli("env", "--root", str(tmp_path), "--profile", "dpdk")
+    done = run_cli("env", "--root", str(tmp_path), "--profile", "dpdk")
     one_error(done, 65, "dra.net/p/eth1", f"{STD}pciBusID", "not a PCI address")
     assert "evil.so" in done.stderr  # named, escaped, never an argument
     for command in ("env", "get"):  # one message, whatever the door
         args = ("--root", str(tmp_path), "--claim", "c", "--request", "r")
-        again = cli(command, *args, *(["pciBusID"] if command == "get" else []))
+        again = run_cli(command, *args, *(["pciBusID"] if command == "get" else []))
         one_error(again, 65, "dra.net/p/eth1", f"{STD}pciBusID", "not a PCI address")
         assert again.stderr == done.stderr.replace("profile dpdk: ", "")
 
@@ -79,7 +58,7 @@ def test_dpdk_refuses_a_pci_address_that_would_load_a_shared_object(tmp_path: Pa
 def test_alias_pci_address_is_normalised_into_dpdk(tmp_path: Path) -> None:
     """dranet's pciAddress in upper case becomes the standard form in DPDK_EAL_ALLOW."""
     write_claims(tmp_path, {"c/r": [nic("eth1", pciAddress=A(string="0000:3B:00.0"))]})
-    done = cli("env", "--root", str(tmp_path), "--profile", "dpdk", "--format", "json")
+    done = run_cli("env", "--root", str(tmp_path), "--profile", "dpdk", "--format", "json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["DPDK_EAL_ALLOW"] == "-a 0000:3b:00.0"
 
@@ -88,7 +67,7 @@ def test_a_comma_in_a_uuid_cannot_add_a_gpu(tmp_path: Path) -> None:
     """A uuid 'GPU-1,GPU-2' is exit 65 for cuda, not two entries of CUDA_VISIBLE_DEVICES."""
     gpu = dm.Device("gpu.nvidia.com", "p", "gpu-0", {"uuid": A(string="GPU-1,GPU-2")})
     write_claims(tmp_path, {"c/r": [gpu]})
-    one_error(cli("env", "--root", str(tmp_path), "--profile", "cuda"), 65, "'uuid'", "gpu-0")
+    one_error(run_cli("env", "--root", str(tmp_path), "--profile", "cuda"), 65, "'uuid'", "gpu-0")
 
 
 def test_a_comma_in_an_interface_name_cannot_add_an_interface(tmp_path: Path) -> None:
@@ -96,7 +75,10 @@ def test_a_comma_in_an_interface_name_cannot_add_an_interface(tmp_path: Path) ->
     data = dm.NetworkDeviceData(interface_name="net1,eth0")
     write_claims(tmp_path, {"c/r": [dm.Device("dra.net", "p", "eth1", network_data=data)]})
     one_error(
-        cli("env", "--root", str(tmp_path), "--profile", "nccl"), 65, "NCCL_SOCKET_IFNAME", "'eth1'"
+        run_cli("env", "--root", str(tmp_path), "--profile", "nccl"),
+        65,
+        "NCCL_SOCKET_IFNAME",
+        "'eth1'",
     )
 
 
@@ -121,7 +103,9 @@ def test_doctor_reads_nothing_a_path_like_pci_address_names(tmp_path: Path) -> N
         root = write_claims(
             tmp_path / str(len(text)), {"c/r": [dm.Device("x.example.com", "p", "d", attributes)]}
         )
-        done = cli("doctor", "--root", str(root), "--sys-root", str(sys_root), "--json", timeout=30)
+        done = run_cli(
+            "doctor", "--root", str(root), "--sys-root", str(sys_root), "--json", timeout=30
+        )
         assert done.returncode == 1, done.stderr
         assert "SECRET" not in done.stdout
         assert "Traceback" not in done.stderr
@@ -142,7 +126,7 @@ def test_doctor_does_not_hang_on_a_fifo_at_a_numa_node_path(tmp_path: Path) -> N
     }
     write_claims(tmp_path / "m", {"c/r": [dm.Device("x.example.com", "p", "d", attributes)]})
     start = time.monotonic()
-    done = cli("doctor", "--root", str(tmp_path / "m"), "--sys-root", str(sys_root), timeout=30)
+    done = run_cli("doctor", "--root", str(tmp_path / "m"), "--sys-root", str(sys_root), timeout=30)
     assert time.monotonic() - start < 20
     assert done.returncode == 1, done.stderr
     assert "numa-node: expected physical node 0" in done.stdout
@@ -161,7 +145,7 @@ def test_an_ip_that_never_answers_is_killed_and_reported(tmp_path: Path) -> None
     data = dm.NetworkDeviceData(interface_name="net1")
     write_claims(tmp_path / "m", {"c/r": [dm.Device("dra.net", "p", "eth1", network_data=data)]})
     start = time.monotonic()
-    done = cli(
+    done = run_cli(
         "doctor",
         "--root",
         str(tmp_path / "m"),
@@ -194,17 +178,22 @@ def test_a_huge_cpuset_costs_what_a_small_one_does(tmp_path: Path) -> None:
     (cgroup / "cpuset.cpus.effective").write_text("0-4000000000\n")
     cpu = dm.Device("dra.cpu", "p", "cpu-5", {"cpuID": A(int=5)})
     write_claims(tmp_path / "m", {"c/r": [cpu]})
-    done = cli(
-        "doctor",
-        "--root",
-        str(tmp_path / "m"),
-        "--proc-root",
-        str(tmp_path / "proc"),
-        "--cgroup-root",
-        str(tmp_path / "cgroup"),
-        "--json",
-        env={"DRA_CPUSET_UID_C": "0-4000000000,7"},
-        limit_mib=1024,
+
+    def limit() -> None:  # in the child, before it runs: a 1 GiB address space
+        resource.setrlimit(resource.RLIMIT_AS, (1024 << 20, 1024 << 20))
+
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "dra_metadata", "doctor", "--root", str(tmp_path / "m")),
+            *("--proc-root", str(tmp_path / "proc"), "--cgroup-root", str(tmp_path / "cgroup")),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=cli_environ({"DRA_CPUSET_UID_C": "0-4000000000,7"}),
+        timeout=60,
+        preexec_fn=limit,
     )
     assert "Traceback" not in done.stderr
     assert done.returncode == 0, done.stdout + done.stderr
@@ -221,12 +210,12 @@ def test_escape_sequences_in_a_pcie_root_are_escaped_in_the_heading(tmp_path: Pa
     device = dm.Device("gpu.example.com", "p", "g", {f"{STD}pcieRoot": A(string=evil)})
     write_claims(tmp_path, {"c/r": [device]})
     for extra in ((), ("--matrix",)):
-        done = cli("topology", "--root", str(tmp_path), *extra, env={"COLUMNS": "200"})
+        done = run_cli("topology", "--root", str(tmp_path), *extra, env={"COLUMNS": "200"})
         assert done.returncode == 0, done.stderr
         assert "\x1b" not in done.stdout
         assert "\x07" not in done.stdout
         assert "NUMA node 9" not in done.stdout.splitlines()
-    done = cli("topology", "--root", str(tmp_path), env={"COLUMNS": "200"})
+    done = run_cli("topology", "--root", str(tmp_path), env={"COLUMNS": "200"})
     assert "  no PCIe root\n" in done.stdout  # no root in the standard form: no root
     assert "holds 'pci0000:17\\x1b]0;pwned\\x07\\x1b[2J\\nNUMA node 9'" in done.stderr
     assert "\x1b" not in done.stderr
@@ -247,10 +236,10 @@ def test_a_device_listed_twice_is_a_problem_counted_once(tmp_path: Path) -> None
         {"uuid": A(string="GPU-2"), f"{STD}numaNode": A(int=0)},
     )
     write_claims(tmp_path, {"c/r": [gpu, gpu, other]})
-    done = cli("env", "--root", str(tmp_path), "--profile", "cuda", "--format", "json")
+    done = run_cli("env", "--root", str(tmp_path), "--profile", "cuda", "--format", "json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["CUDA_VISIBLE_DEVICES"] == "GPU-1,GPU-2"
-    done = cli("topology", "--root", str(tmp_path), "--json")
+    done = run_cli("topology", "--root", str(tmp_path), "--json")
     data = json.loads(done.stdout)
     assert [d["name"] for d in data["devices"]] == ["gpu-0", "gpu-1"]
     assert data["affinity"]["gpu0"] == {"gpu0": "same", "gpu1": "numa"}
@@ -260,7 +249,7 @@ def test_a_device_listed_twice_is_a_problem_counted_once(tmp_path: Path) -> None
     nearest = topo.nearest("gpu0")
     assert nearest is not None
     assert nearest.name == "gpu-1"  # not the copy of itself
-    done = cli("doctor", "--root", str(tmp_path), "--sys-root", str(tmp_path / "none"))
+    done = run_cli("doctor", "--root", str(tmp_path), "--sys-root", str(tmp_path / "none"))
     assert "device: expected each device once, found listed twice" in done.stdout
 
 
@@ -272,7 +261,7 @@ def test_an_attribute_named_like_the_numa_answer_is_written_as_it_is(tmp_path: P
     """
     devices = [nic(f"eth{i}", **{STD + "numaNodes": A(string=f"0000:3b:00.{i}")}) for i in range(2)]
     write_claims(tmp_path, {"c/r": devices})
-    done = cli("env", "--root", str(tmp_path))
+    done = run_cli("env", "--root", str(tmp_path))
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     assert "export DRA_C_R_NUMA_NODES=0000:3b:00.0,0000:3b:00.1\n" in done.stdout
     assert "export DRA_C_R_1_NUMA_NODES=0000:3b:00.1\n" in done.stdout
@@ -323,5 +312,5 @@ def test_get_escapes_escape_sequences_on_a_terminal_and_not_on_a_pipe(tmp_path: 
     assert b"\x1b" not in shown
     assert b"\x07" not in shown
     assert shown.replace(b"\r\n", b"\n") == b"GPU-1\\x1b]0;pwned\\x07\\x1b[2J\\nFAKE\n"
-    piped = cli(*args)
+    piped = run_cli(*args)
     assert (piped.returncode, piped.stdout) == (0, evil + "\n")  # data for a script, as written

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +21,13 @@ import msgspec
 import pytest
 
 import dra_metadata as dm
-from tests.conftest import REPO, peak_kib
+from tests.conftest import REPO, peak_kib, run_cli
 
 DRIVER = "x.io"
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m dra_metadata ARGS`` from the checkout."""
-    return subprocess.run(
-        [sys.executable, "-m", "dra_metadata", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
+#: ``python -m dra_metadata ARGS`` from the checkout, with time for the deepest files.
+run = partial(run_cli, timeout=120)
 
 
 def metadata(fields_v1: str | None = None) -> dm.DeviceMetadata:

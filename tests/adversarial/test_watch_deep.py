@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import dra_metadata as dm
 from dra_metadata._gojson import read_value
-from tests.conftest import REPO
+from tests.conftest import run_cli_bytes
 
 HEAD = b'{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1beta1",'
 #: The deepest nesting Go's decoder accepts in one value.
@@ -57,14 +56,8 @@ REFUSED = 10005
 
 def watch_cli(root: Path, timeout: str) -> subprocess.CompletedProcess[bytes]:
     """``dra-metadata watch`` of request ``c``/``r`` under ``root``, run to its end."""
-    return subprocess.run(
-        [
-            *(sys.executable, "-m", "dra_metadata", "watch", "--claim=c", "--request=r"),
-            *(f"--root={root}", f"--timeout={timeout}"),
-        ],
-        capture_output=True,
-        cwd=REPO,
-        timeout=120,
+    return run_cli_bytes(
+        "watch", "--claim=c", "--request=r", f"--root={root}", f"--timeout={timeout}", timeout=120
     )
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ import pytest
 import dra_metadata as dm
 from dra_metadata._select import scan
 from dra_metadata._watch._backends.inotify import Inotify
-from tests.conftest import REPO
+from tests.conftest import run_cli
 
 DRIVER = "x.example.com"
 FILE = f"{DRIVER}-metadata.json"
@@ -116,16 +114,7 @@ def test_a_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
 def test_cli_watch_prints_the_link_as_an_error_line(tmp_path: Path) -> None:
     """``dra-metadata watch`` on a linked claim: an error line naming the link, exit 0."""
     root = linked_tree(tmp_path, "claim")
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "dra_metadata", "watch", "--claim=c", "--request=r"),
-            *(f"--root={root}", "--timeout=3"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
+    done = run_cli("watch", "--claim=c", "--request=r", f"--root={root}", "--timeout=3")
     assert done.returncode == 0, done.stderr
     [line] = done.stdout.splitlines()
     assert '"event":"error"' in line
