@@ -135,3 +135,26 @@ def test_completion_refuses_an_unknown_shell(on_path: dict[str, str]) -> None:
     )
     assert done.returncode == 64
     assert "choose from bash, fish, zsh" in done.stderr
+
+
+def test_names_that_are_not_utf8_go_back_as_their_bytes(tmp_path: Path) -> None:
+    """A claim directory named with bytes that are not UTF-8: offered as those bytes, exit 0.
+
+    One with a line break cannot be one line of the answer: it is left out.
+    """
+    claims = tmp_path / "resourceclaims"
+    claims.mkdir()
+    os.mkdir(os.path.join(os.fsencode(claims), b"gpu-\xff"))
+    (claims / "nic").mkdir()
+    (claims / "bad\nname").mkdir()
+    asked = ["__complete", "show", "--root", str(tmp_path), "--claim", ""]
+    done = subprocess.run(
+        [sys.executable, "-m", "dra_metadata", *asked],
+        cwd=REPO,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == b""
+    assert done.stdout == b"gpu-\xff\nnic\n"

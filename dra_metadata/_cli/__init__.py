@@ -771,7 +771,9 @@ def _run(arguments: list[str]) -> int:
         from ._completion import complete
 
         try:
-            write_stdout("".join(f"{word}\n" for word in complete(arguments[1:])).encode())
+            # A name that is not UTF-8 goes back to the shell as the bytes it was read from.
+            lines = "".join(f"{word}\n" for word in complete(arguments[1:]))
+            write_stdout(lines.encode("utf-8", "surrogateescape"))
         except OutputError:
             return EXIT_IOERR
         return EXIT_OK

@@ -124,7 +124,8 @@ def _values(action: argparse.Action, before: list[str], current: str) -> list[st
             ]
     else:
         return []  # a directory, a number, a duration: the shell's own completion
-    return sorted({name for name in names if name.startswith(current)})
+    # One candidate per line: a name holding a line break cannot be offered.
+    return sorted({n for n in names if n.startswith(current) and "\n" not in n})
 
 
 def _option(words: list[str], flag: str) -> str | None:
