@@ -73,10 +73,8 @@ class Call:
             path = error.filename if isinstance(error.filename, str) else None
             where = f"{path}: " if path else ""
             failure = PublishError(f"{self.label}: {where}{os_reason(error)}", path=path)
-            try:
-                _deliver(pending)
-            finally:
-                raise failure from error
+            _deliver(pending)  # a KeyboardInterrupt held back wins over the failure
+            raise failure from error
         _deliver(pending)
 
     def checkpoint(self) -> None:
