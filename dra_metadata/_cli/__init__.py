@@ -768,8 +768,8 @@ def overview() -> str:
 
 def _run(arguments: list[str]) -> int:
     if arguments[:1] == ["__complete"]:  # what the completion scripts ask (not a command)
-        from ._completion import complete
-
+        # Loaded as every command module is (see _register): it imports this package.
+        complete = __import__(f"{__name__}._completion", fromlist=["complete"]).complete
         try:
             # A name that is not UTF-8 goes back to the shell as the bytes it was read from.
             lines = "".join(f"{word}\n" for word in complete(arguments[1:]))
