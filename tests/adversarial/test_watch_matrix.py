@@ -19,7 +19,7 @@ that ``-k`` can pick some (all of them: hours).
 Also here, the watchers requirement: 1, 2 and 4 watchers on one file (Python
 ``watch`` and the CLI, several in one process and one process each) while a
 writer updates it every 200 ms: each delivers the last one whole and is never
-more than 1.5 s behind the writer (a write whose open is heard together with
+more than 3 s behind the writer (a write whose open is heard together with
 another watch's read waits out the watch's quiet second: the newest comes then).
 
 A failing cell prints its figures: what was written, delivered and torn, and the
