@@ -252,6 +252,21 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
             terminal_width() - 2 if width is None else width,
         )
 
+    def add_argument(self, action: argparse.Action) -> None:
+        """Measure each command at its own indentation, as Python 3.13 does on every version.
+
+        Python 3.11 and 3.12 leave a sub-command's indentation out of the measure, so
+        ``completion`` wraps its summary there and not on 3.13: one help text for all.
+        """
+        if action.help is argparse.SUPPRESS:
+            return
+        invocation = self._format_action_invocation
+        lengths = [len(invocation(action)) + self._current_indent]
+        for subaction in self._iter_indented_subactions(action):
+            lengths.append(len(invocation(subaction)) + self._current_indent)
+        self._action_max_length = max(self._action_max_length, *lengths)
+        self._add_item(self._format_action, [action])
+
 
 #: What ``add_subparsers()`` returns; each command module's ``register()`` adds to it.
 Commands: TypeAlias = "argparse._SubParsersAction[Parser]"
