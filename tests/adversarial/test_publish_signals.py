@@ -22,7 +22,6 @@ exception by hand:
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -40,7 +39,7 @@ import pytest
 
 import dra_metadata as dm
 from tests.conftest import REPO
-from tests.test_lockfile import held_elsewhere
+from tests.test_lockfile import can_lock, held_elsewhere
 
 CLAIM = dm.ClaimRef(name="c", namespace="ns", uid="u1")
 PACKAGE = Path(dm.__file__).parent
@@ -66,17 +65,7 @@ def open_fds() -> list[str]:
 
 def free(path: str) -> bool:
     """Whether nobody (this process included) holds ``path``'s lock: missing is free."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
-    return True
+    return not os.path.exists(path) or can_lock(path)
 
 
 def traced(on_line: Callable[[], None]) -> Tracer:
