@@ -275,7 +275,7 @@ def _render_deep(data: bytes, indent: str) -> Iterator[str]:
 
     import msgspec
 
-    from ._gojson import GoDecodeError, Node, read_value
+    from ._goscan import GoDecodeError, Node, read_value
 
     try:
         root, _end = read_value(data, 0)

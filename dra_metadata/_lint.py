@@ -64,7 +64,7 @@ from ._paths import (
 from ._versions import GROUP, NEWEST
 
 if TYPE_CHECKING:
-    from ._gojson import Node
+    from ._goscan import Node
 
 __all__ = ["MAX_ATTRIBUTES", "RULES", "LintProblem", "lint", "lint_exact"]
 
@@ -260,14 +260,15 @@ def _lint(
 
 def _entries(data: bytes, *, fast: bool = True) -> Iterator[_Entry]:
     """Every object of the stream, read as Go reads it; stops at the first unreadable one."""
-    from . import _gojson
+    from ._gojson import decode_node
+    from ._goscan import GoDecodeError, next_value_start, read_value
     from ._read import from_wire
 
     pos = 0
     index = 0
     ends: list[int] = []  # where each entry read so far ends: Go's buffer keeps from there
     while True:
-        start = _gojson.next_value_start(data, pos)
+        start = next_value_start(data, pos)
         if start is None:
             return
         quick = _fast_entry(data, start, index) if fast else None
@@ -283,14 +284,14 @@ def _entries(data: bytes, *, fast: bool = True) -> Iterator[_Entry]:
             index += 1
             continue
         try:
-            node, end = _gojson.read_value(data, start, ends)
-        except _gojson.GoDecodeError as err:
+            node, end = read_value(data, start, ends)
+        except GoDecodeError as err:
             yield _Entry(index, "", None, str(err), None)
             return
         plain = _plain_json(data, node)
         try:
-            result = _gojson.decode_node(data, node)
-        except _gojson.GoDecodeError as err:
+            result = decode_node(data, node)
+        except GoDecodeError as err:
             yield _Entry(index, _api_version_of(plain), None, str(err), plain)
         else:
             if isinstance(result, str):

@@ -17,9 +17,10 @@ Two paths give the same answers:
   semantics differ from "last wins" (no object was dropped: the ``{`` count of
   the entry equals the number of objects in the result), and no timestamp or raw
   field that needs Go's own parsing;
-* otherwise the **exact path** (:mod:`._gojson`) replays Go's scanner, its
-  case-insensitive apiVersion/kind detection and its decode-into-existing-value
-  rules, and produces Go's error texts.
+* otherwise the **exact path** (:mod:`._gojson`, on the scanner of
+  :mod:`._goscan`) replays Go's scanner, its case-insensitive apiVersion/kind
+  detection and its decode-into-existing-value rules, and produces Go's error
+  texts.
 
 A property test checks that the two agree on arbitrary and mutated streams.
 
@@ -150,11 +151,13 @@ def stream_bytes(data: object, caller: str) -> bytes:
 
 def decode_exact(data: bytes) -> DeviceMetadata:
     """Decode with the exact (Go-replaying) path only; same answers as :func:`decode`."""
-    from . import _gojson  # imported on first use: most files never need it
+    # Imported on first use: most files never need them.
+    from ._gojson import decode_stream
+    from ._goscan import GoDecodeError
 
     try:
-        wire, api_version, _start, _end = _gojson.decode_stream(data)
-    except _gojson.GoDecodeError as err:
+        wire, api_version, _start, _end = decode_stream(data)
+    except GoDecodeError as err:
         raise DecodeError(str(err)) from None
     return from_wire(wire, api_version)
 

@@ -1,4 +1,8 @@
-"""Tests for the exact path, :mod:`dra_metadata._gojson` (Go's stream decoding in Python)."""
+"""Tests for the exact path, Go's stream decoding in Python.
+
+That is :mod:`dra_metadata._gojson`, on Go's scanner in :mod:`dra_metadata._goscan`
+and Go's time parsing in :mod:`dra_metadata._gotime`.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dra_metadata as dm
-from dra_metadata._gojson import (
-    KNOWN_VERSIONS,
-    GoDecodeError,
-    RawJSON,
-    decode_entry,
-    decode_stream,
-    next_value_start,
-    read_value_end,
-)
+from dra_metadata._gojson import KNOWN_VERSIONS, RawJSON, decode_entry, decode_stream
+from dra_metadata._goscan import GoDecodeError, next_value_start, read_value_end
 from dra_metadata._lint import lint_exact
 from tests.conftest import DECODE_CASES, case_input, needs_corpus
 from tests.conftest import wire as corpus_wire

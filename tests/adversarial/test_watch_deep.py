@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import dra_metadata as dm
-from dra_metadata._gojson import read_value
+from dra_metadata._goscan import read_value
 from tests.conftest import run_cli_bytes
 
 HEAD = b'{"kind":"DeviceMetadata","apiVersion":"metadata.resource.k8s.io/v1beta1",'
