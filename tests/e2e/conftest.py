@@ -8,10 +8,10 @@ Two suites run our image in real containers, each only when asked:
   the CRI, as the kubelet drives it, with ``CDIDevices`` (test_cri.py, tests/e2e/cri.py).
 
 What both do, as a node would: a bookworm root file system with python3
-(``mmdebstrap``) becomes a base image (``podman import``); the CLI image is built on
-it by ``scripts/build-image``; a :class:`~dra_metadata.MetadataPublisher` writes the
-node files into a temporary plugin directory and the CDI specs where the engine reads
-them (podman: ``/var/run/cdi``; containerd: the suite's own directory).
+(``mmdebstrap``, devtools/podman.py) becomes a base image (``podman import``); the CLI
+image is built on it by ``scripts/build-image``; a :class:`~dra_metadata.MetadataPublisher`
+writes the node files into a temporary plugin directory and the CDI specs where the
+engine reads them (podman: ``/var/run/cdi``; containerd: the suite's own directory).
 
 Anywhere else, and where a tool is missing or the user is not root, every test of the
 suite is skipped with the reason. The images are built once per session and removed at
@@ -36,8 +36,10 @@ from pathlib import Path
 import pytest
 
 import dra_metadata as dm
+from devtools.containerd import PAUSE_CONTAINERFILE, PAUSE_IMAGE
+from devtools.podman import CONTAINERS_CONF, debian_rootfs
 from tests.conftest import REPO
-from tests.e2e.cri import PAUSE_IMAGE, Containerd, Pod
+from tests.e2e.cri import Containerd, Pod
 from tests.e2e.kube import cluster, goref_image, scenario  # noqa: F401 (fixtures of the cluster suites)
 from tests.goref.harness import Goref
 from tests.goref.harness import build as build_goref
@@ -57,18 +59,6 @@ CRI_TOOLS = (*TOOLS, "go")
 CLUSTER_TOOLS = (*CRI_TOOLS, "openssl")
 #: Where podman 4.3 looks for CDI specs (besides /etc/cdi); it has no setting to add one.
 CDI_DIR = "/var/run/cdi"
-#: The host's Debian sources, handed to mmdebstrap (it reads stdin without a mirror).
-APT_SOURCES = "/etc/apt/sources.list.d/debian.sources"
-#: podman's settings for these machines: no raised rlimits, cgroupfs, runc.
-CONTAINERS_CONF = """\
-[containers]
-default_ulimits = []
-
-[engine]
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-runtime = "runc"
-"""
 
 
 def missing_tools_or_root(
@@ -244,28 +234,6 @@ def podman(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Podman]:
         tool("rm", "--force", "--time", "0", name, check=False)
 
 
-def debian_rootfs(target: Path) -> None:
-    """A Debian bookworm root file system with python3 and its venv module, as a tar file.
-
-    Made by mmdebstrap, without documentation, manual pages or translations (smaller,
-    as slim images are); the host's Debian sources are its mirror when it has them.
-    """
-    mirror = [APT_SOURCES] if os.path.exists(APT_SOURCES) else []
-    command = [
-        "mmdebstrap", "--variant=minbase", "--include=python3,python3-venv",
-        "--dpkgopt=path-exclude=/usr/share/doc/*",
-        "--dpkgopt=path-include=/usr/share/doc/*/copyright",
-        "--dpkgopt=path-exclude=/usr/share/man/*",
-        "--dpkgopt=path-exclude=/usr/share/locale/*",
-        "--dpkgopt=path-exclude=/usr/share/info/*",
-        "bookworm", str(target), *mirror,
-    ]  # fmt: skip
-    done = subprocess.run(
-        command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
 @pytest.fixture(scope="session")
 def base_image(podman: Podman, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Debian bookworm image with python3 (and its venv module), made by mmdebstrap."""
@@ -368,8 +336,6 @@ def node(tmp_path: Path) -> Iterator[Node]:
 
 #: Where scripts/build-containerd puts containerd, its shim, ctr, cri-client and pause.
 CRI_BIN = REPO / "build" / "cri"
-#: The sandbox image: the static pause binary alone.
-PAUSE_CONTAINERFILE = 'FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause"]\n'
 #: The CRI suite's figures (seconds), printed at the end of the run.
 CRI_TIMES: dict[str, float] = {}
 #: The cluster suite's figures (seconds), when it brought the cluster up itself.
@@ -388,7 +354,7 @@ def podman_to_containerd(podman: Podman, containerd: Containerd, tag: str, scrat
 
 @pytest.fixture(scope="session")
 def containerd(podman: Podman, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Containerd]:
-    """containerd v2 of the suite's own (tests/e2e/cri.py says how it is configured).
+    """containerd v2 of the suite's own (devtools/containerd.py says how it is configured).
 
     Built by scripts/build-containerd into build/cri (nothing is rebuilt when that is up
     to date), started with its own root, state, socket and CDI spec directory, given the

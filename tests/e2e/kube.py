@@ -1,6 +1,7 @@
-"""What the cluster suites share: the cluster fixture, manifests applied as scenarios,
-the API server's view of claims and slices (tests/e2e/test_cluster.py and
-tests/e2e/test_python_driver.py). conftest.py registers the fixtures.
+"""What the cluster suites share: the cluster fixture (the cluster of devtools/cluster),
+manifests applied as scenarios, the API server's view of claims and slices
+(tests/e2e/test_cluster.py and tests/e2e/test_python_driver.py). conftest.py registers
+the fixtures.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from devtools.cluster import IMAGE, Cluster, ClusterError
 from tests.conftest import REPO
-from tests.e2e.cluster import IMAGE, Cluster, ClusterError
 
 MANIFESTS = REPO / "examples" / "cluster"
 GOREF_IMAGE = "localhost/dra-metadata-goref:cluster"

@@ -1,6 +1,6 @@
 """Real Kubernetes: a v1.37 control plane and kubelet, the reference driver, our image in pods.
 
-The cluster is scripts/cluster's (tests/e2e/cluster.py): kube-apiserver allocates the
+The cluster is scripts/cluster's (devtools/cluster): kube-apiserver allocates the
 claims, the kubelet calls the reference driver's ``NodePrepareResources``, the Go
 kubelet plugin library writes the metadata files and CDI specs, containerd mounts them
 into the pods, and our image reads them. Each test applies one manifest of
@@ -17,8 +17,8 @@ import time
 
 import pytest
 
+from devtools.cluster import Cluster, machine_snapshot
 from tests.conftest import REPO
-from tests.e2e.cluster import Cluster, machine_snapshot
 from tests.e2e.kube import (
     STD,
     Start,

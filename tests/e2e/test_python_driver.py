@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 import dra_metadata as dm
+from devtools.cluster import PY_DRIVER, PY_DRIVER_SOURCE, Cluster
 from tests.conftest import REPO
-from tests.e2e.cluster import PY_DRIVER, PY_DRIVER_SOURCE, Cluster
 from tests.e2e.kube import (
     Start,
     allocated,
