@@ -10,6 +10,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -395,24 +396,40 @@ def test_add_driver_writes_a_file_with_no_devices(tmp_path: Path) -> None:
 
 
 def test_testing_module_surface_is_listed_and_documented() -> None:
-    """dra_metadata.testing lists every public name it defines in __all__, each documented."""
+    """dra_metadata.testing lists every public name of the kit in __all__, each documented.
+
+    The kit's code lives in two private modules, each listing what it defines in its
+    ``__all__``; ``dra_metadata.testing`` passes all of it on.
+    """
     import ast
     import inspect
 
+    import dra_metadata._testing_mounted as mounted
+    import dra_metadata._testing_tree as tree
     import dra_metadata.testing as kit
 
-    defined: set[str] = set()
+    def defined_in(module: ModuleType) -> set[str]:
+        """The public names a module's own statements define."""
+        assert module.__file__ is not None
+        found: set[str] = set()
+        for node in ast.parse(Path(module.__file__).read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                found.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                found.update(t.id for t in targets if isinstance(t, ast.Name))
+        return {name for name in found if not name.startswith("_")}
+
+    defined = defined_in(kit)
+    for module in (tree, mounted):
+        assert defined_in(module) == set(module.__all__), module.__name__
+        defined |= set(module.__all__)
     for node in ast.parse(Path(kit.__file__).read_text(encoding="utf-8")).body:
         if isinstance(node, ast.ImportFrom) and node.module == "_model":
             # The one conversion of plain values lives in the model; the kit passes it on.
             passed_on = ("to_attribute", "AttributeInput")
             defined.update(a.name for a in node.names if a.name in passed_on)
-        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
-            defined.add(node.name)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            defined.update(t.id for t in targets if isinstance(t, ast.Name))
-    assert {name for name in defined if not name.startswith("_")} == set(kit.__all__)
+    assert defined == set(kit.__all__)
     for name in kit.__all__:
         value = getattr(kit, name)
         if inspect.isfunction(value) or inspect.isclass(value):
