@@ -104,14 +104,18 @@ from ._errors import DRAMetadataError, EnvError, MalformedAttributeError
 from ._model import (
     DOMAIN_SEPARATOR,
     NETWORK_FIELDS,
-    NUMA_ATTRIBUTES,
-    PCI_BUS_ID_ATTRIBUTES,
-    PCIE_ROOT_ATTRIBUTE,
     STANDARD_DOMAIN,
     AttributeValue,
     Device,
     DeviceMetadata,
     NetworkDeviceData,
+)
+from ._paths import RootArg, claim_label
+from ._read import DEFAULT_MAX_SIZE
+from ._standard import (
+    NUMA_ATTRIBUTES,
+    PCI_BUS_ID_ATTRIBUTES,
+    PCIE_ROOT_ATTRIBUTE,
     malformed,
     normal_pci_address,
     numa_of,
@@ -119,8 +123,6 @@ from ._model import (
     pcie_roots_of,
     standard_problem,
 )
-from ._paths import RootArg, claim_label
-from ._read import DEFAULT_MAX_SIZE
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -565,10 +567,12 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
     The device questions come from the model: ``NUMA_NODES`` (every node, the
     physical one first) and ``NUMA_NODE`` (the physical node) in place of every
     ``numaNode`` attribute the answer read and of every NUMA attribute that says
-    "no affinity"; ``PCI_BUS_ID`` in the standard form (from an alias too; a value
-    in no form is a :class:`~dra_metadata.MalformedAttributeError`); ``PCIE_ROOTS``
-    and ``PCIE_ROOT`` (only when one). Other aliases (``pcieBusID``,
-    ``numaNodeID``) keep their own variables, as written.
+    "no affinity"; ``PCI_BUS_ID`` in the standard form (from an alias too);
+    ``PCIE_ROOTS`` and ``PCIE_ROOT`` (only when one). A standard attribute that
+    holds what the standard does not define (a NUMA node that is a string, when no
+    other NUMA attribute gives one) is a :class:`~dra_metadata.MalformedAttributeError`,
+    as ``get`` says (:func:`~dra_metadata._standard.standard_answer`). Other aliases
+    (``pcieBusID``, ``numaNodeID``) keep their own variables, as written.
     """
     found: list[tuple[str, str, AttributeValue]] = []
     placed: list[tuple[str, AttributeValue]] = []
@@ -605,6 +609,9 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
         problem = standard_problem(device, "pcieRoot")
         if problem is not None:
             raise MalformedAttributeError(problem)
+    if numa.malformed and not numa.nodes:  # a NUMA attribute, and none gives a node
+        source, raw = numa.malformed[0]
+        raise MalformedAttributeError(malformed(device, source, raw, "numaNode"))
     # Replaced by the model's answers: the NUMA attributes named numaNode it read, and
     # every one that says "no NUMA affinity"; the PCI address it read, as the standard
     # name or the driver's own; the standard roots.
@@ -612,6 +619,7 @@ def _attribute_values(device: Device) -> list[tuple[str, str, AttributeValue]]:
         name for name, _ in numa.sources if name.rpartition(DOMAIN_SEPARATOR)[2] == "numaNode"
     }
     dropped.update(numa.unknown)
+    dropped.update(name for name, _ in numa.malformed if name.endswith(_NUMA_SUFFIX))
     if pci is not None:
         dropped.update((_STD_PCI, device.driver + _PCI_SUFFIX))
     if roots:

@@ -15,7 +15,7 @@ Exception tree::
     ├── AttributeNotFoundError(LookupError)
     │                                   a device without the attribute asked for
     ├── MalformedAttributeError(ValueError)
-    │                                   a standard attribute not in its standard form
+    │                                   a standard attribute the standard does not define
     ├── WaitTimeoutError(TimeoutError)  a wait whose condition did not hold in time
     └── PublishError                    a driver's metadata that could not be written or removed
 
@@ -160,11 +160,12 @@ class AttributeNotFoundError(DRAMetadataError, LookupError):
 
 
 class MalformedAttributeError(DRAMetadataError, ValueError):
-    """A standard attribute whose value is not in its standard form, asked for in that form.
+    """A standard attribute holding what the standard does not define, asked for its meaning.
 
-    ``pciBusID`` that is no PCI address, ``pcieRoot`` that is no ``pci<domain>:<bus>``:
-    ``get`` and ``env`` refuse it with this one message (naming the device and the
-    attribute); ``show`` and ``--format go`` print the value as written.
+    ``pciBusID`` that is no PCI address, ``pcieRoot`` that is no ``pci<domain>:<bus>``,
+    a ``numaNode`` that is a string or a bool: ``get``, ``env`` and ``require()``
+    refuse it with this one message (naming the device and the attribute); ``show``
+    and ``--format go`` print the value as written.
     """
 
 

@@ -39,15 +39,7 @@ from ._errors import (
     MetadataNotFoundError,
     SymlinkError,
 )
-from ._model import (
-    Device,
-    DeviceMetadata,
-    MergedDeviceMetadata,
-    has_answer,
-    normal_pci_address,
-    standard_name,
-    standard_values,
-)
+from ._model import Device, DeviceMetadata, MergedDeviceMetadata
 from ._paths import RootArg, claim_label, root_path
 from ._read import DEFAULT_MAX_SIZE, merge
 from ._select import (
@@ -60,6 +52,7 @@ from ._select import (
     resolve,
     scan,
 )
+from ._standard import has_answer, normal_pci_address, standard_name, standard_values
 
 if TYPE_CHECKING:
     from ._mounted import MountedDevice

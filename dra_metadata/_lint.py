@@ -48,10 +48,6 @@ from ._model import (
     ManagedFieldsEntry,
     ObjectMeta,
     OwnerReference,
-    is_pcie_root,
-    normal_pci_address,
-    numa_of,
-    wire_names,
 )
 from ._paths import (
     METADATA_FILE_SUFFIX,
@@ -61,6 +57,8 @@ from ._paths import (
     RESOURCE_CLAIMS_SUBDIR,
     driver_of,
 )
+from ._standard import is_pcie_root, normal_pci_address, numa_of
+from ._values import wire_names
 from ._versions import GROUP, NEWEST
 
 if TYPE_CHECKING:

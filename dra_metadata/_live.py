@@ -525,7 +525,7 @@ def check_live(
 def _pci(
     device: TopologyDevice, subject: str, path: str, sys_root: str, devices_dir: str
 ) -> Iterable[LiveFinding]:
-    from ._model import pci_address_of
+    from ._standard import pci_address_of
 
     found = pci_address_of(device.mounted.device)
     if found is None:

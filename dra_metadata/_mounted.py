@@ -11,8 +11,9 @@ from __future__ import annotations
 import msgspec
 
 # At run time too: the fields name them (typing.get_type_hints(), help()).
-from ._model import AttributeValue, Device, DeviceAttribute, DeviceKind, NetworkDeviceData
+from ._model import AttributeValue, Device, DeviceAttribute, NetworkDeviceData
 from ._paths import ClaimKind, claim_label
+from ._standard import DeviceKind
 
 __all__ = ["MountedDevice"]
 

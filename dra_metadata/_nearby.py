@@ -27,18 +27,7 @@ import stat
 from typing import Final
 
 from ._errors import MetadataNotFoundError
-from ._model import (
-    DOMAIN_SEPARATOR,
-    STANDARD_ALIASES,
-    STANDARD_DOMAIN,
-    Device,
-    known_names,
-    no_affinity,
-    numa_of,
-    standard_asked,
-    standard_name,
-    standard_problem,
-)
+from ._model import DOMAIN_SEPARATOR, STANDARD_DOMAIN, Device
 from ._paths import (
     CLAIM_WORDS,
     METADATA_FILE_SUFFIX,
@@ -48,6 +37,12 @@ from ._paths import (
     claim_label,
     driver_of,
     request_base,
+)
+from ._standard import (
+    STANDARD_ALIASES,
+    known_names,
+    standard_answer,
+    standard_name,
 )
 from ._text import did_you_mean
 
@@ -340,15 +335,9 @@ def absent_attribute(device: Device, name: str, *, also: tuple[str, ...] = ()) -
     """
     standard = standard_name(name)
     if standard is not None:
-        asked = standard_asked(name, standard)
-        if standard == "numaNode":
-            unknown = numa_of(device, asked).unknown
-            if unknown:
-                return no_affinity(unknown[0])
-        else:
-            problem = standard_problem(device, asked)
-            if problem is not None:
-                return problem
+        found = standard_answer(device, name)
+        if found is not None and found.why:  # -1, two roots, a value of no standard form
+            return found.why
         return "looked for " + ", ".join(tried_names(device, standard))
     return did_you_mean(name, [*known_names(device), *also]).removeprefix("; ")
 

@@ -235,8 +235,8 @@ def _nccl(topo: Topology) -> dict[str, str]:
 
 
 def _dpdk(topo: Topology) -> dict[str, str]:
-    from ._model import pci_address_of, standard_problem
     from ._nearby import tried_names
+    from ._standard import pci_address_of, standard_problem
 
     nics = _once(topo.nics)
     if not nics:

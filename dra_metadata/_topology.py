@@ -43,20 +43,19 @@ from typing import Final, Literal
 import msgspec
 
 # At run time too: TopologyDevice's fields name them (typing.get_type_hints(), help()).
-from ._model import (
+from ._model import AttributeValue, NetworkDeviceData
+from ._mounted import MountedDevice
+from ._standard import (
     DEVICE_KINDS,
     DRIVER_KINDS,
-    AttributeValue,
     DeviceKind,
-    NetworkDeviceData,
-    int_values,
     intersect,
     normal_pci_address,
     numa_of,
     standard_problem,
 )
-from ._mounted import MountedDevice
 from ._text import one_line
+from ._values import int_values
 
 __all__ = [
     "AFFINITY_LEVELS",
@@ -312,7 +311,7 @@ def build(
     found.sort(key=lambda pair: DEVICE_KINDS.index(pair[0]))
     for kind, mounted in found:
         numa = numa_of(mounted.device)
-        for standard in ("pciBusID", "pcieRoot"):
+        for standard in ("pciBusID", "numaNode", "pcieRoot"):
             malformed = standard_problem(mounted.device, standard)
             if malformed is not None:
                 problems.append(

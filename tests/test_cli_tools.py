@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import dra_metadata as dm
 from dra_metadata._claims import read_request
-from dra_metadata._cli._get import value_of
 from dra_metadata._cli._ls import row, table
 from dra_metadata._env import collect, render
+from dra_metadata._standard import answer
 from dra_metadata.testing import MetadataTree
 from tests.conftest import REPO, SAMPLE_ROOT, run_cli_bytes
 from tests.exploration import examples
@@ -599,8 +599,8 @@ def test_any_bytes_and_names_give_rows_and_errors_never_exceptions(
         except dm.DRAMetadataError:
             continue
         for _, device in md.devices():
-            value_of(device, "uuid")
-            value_of(device, "ips")
+            answer(device, "uuid")
+            answer(device, "ips")
 
 
 def test_usage_errors_name_every_missing_argument() -> None:

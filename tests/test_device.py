@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import dra_metadata as dm
 from dra_metadata._env import env_name
-from dra_metadata._model import intersect, normal_pci_address
+from dra_metadata._standard import intersect, normal_pci_address
 from examples import make_topology_tree
 from tests.conftest import REPO, SAMPLE_ROOT
 from tests.test_topology import STD, TOPOLOGY_ROOT, run, topology_of

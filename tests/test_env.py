@@ -607,13 +607,14 @@ def test_json_output_is_one_object_in_order() -> None:
 
 
 def standard_forms(md: dm.DeviceMetadata) -> bool:
-    """Whether every device's pciBusID and pcieRoot are in their standard form (env takes it)."""
-    from dra_metadata._model import standard_problem
+    """Whether every device's pciBusID, numaNode and pcieRoot are what the standard defines
+    (env takes it)."""
+    from dra_metadata._standard import standard_problem
 
     return all(
         standard_problem(device, name) is None
         for _, device in md.devices()
-        for name in ("pciBusID", "pcieRoot")
+        for name in ("pciBusID", "numaNode", "pcieRoot")
     )
 
 

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 import dra_metadata as dm
-from dra_metadata import _gojson, _lint, _model, _validate_models, _versions
+from dra_metadata import _gojson, _lint, _validate_models, _values, _versions
 
 PACKAGE = Path(dm.__file__).parent
 
@@ -73,7 +73,7 @@ def test_validation_models_have_exactly_the_structs_fields_in_order(
 ) -> None:
     """The pydantic models declare rules for the Structs' fields, no more, no fewer."""
     aliases = tuple(field.alias or name for name, field in model.model_fields.items())
-    assert aliases == _model.wire_names(struct)
+    assert aliases == _values.wire_names(struct)
 
 
 @pytest.mark.parametrize(("struct", "_model_cls"), PAIRS, ids=lambda cls: cls.__name__)
@@ -82,16 +82,16 @@ def test_the_exact_decoders_go_types_are_the_structs_fields(
 ) -> None:
     """The Go type tables are derived from the Structs: same names, same order."""
     go = _gojson._struct_type(struct, "v1beta1")
-    assert tuple(go.fields) == _model.wire_names(struct)
+    assert tuple(go.fields) == _values.wire_names(struct)
     required = {f.encode_name for f in msgspec.structs.fields(struct) if f.required}
     assert go.always == required
 
 
 def test_lint_knows_the_keys_the_structs_have() -> None:
     """lint's lists of known keys are the Structs' wire names."""
-    assert _model.wire_names(dm.DeviceMetadata) == _lint._TOP
-    assert _model.wire_names(dm.Device) == _lint._DEVICE
-    assert tuple(_model.NETWORK_FIELDS) == _lint._NETWORK
+    assert _values.wire_names(dm.DeviceMetadata) == _lint._TOP
+    assert _values.wire_names(dm.Device) == _lint._DEVICE
+    assert tuple(_values.NETWORK_FIELDS) == _lint._NETWORK
 
 
 def test_network_field_names_live_in_the_model() -> None:
@@ -101,7 +101,7 @@ def test_network_field_names_live_in_the_model() -> None:
     misspellings drivers make onto them, and the topology's JSON output uses them as
     its own keys: those spell them on purpose.
     """
-    allowed = {"_model.py", "_validate_models.py", "_lint.py", "_topology.py"}
+    allowed = {"_values.py", "_validate_models.py", "_lint.py", "_topology.py"}
     offenders = [
         f"{path.relative_to(PACKAGE)}: {text!r}"
         for path in PACKAGE.rglob("*.py")

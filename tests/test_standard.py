@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import dra_metadata as dm
 from dra_metadata._inventory import matches
-from dra_metadata._model import lookup, numa_of
+from dra_metadata._standard import lookup, numa_of
 from dra_metadata.testing import MetadataTree
 from tests.conftest import NO_ROOT, run_cli
 from tests.test_live import make_sys
@@ -220,7 +220,11 @@ def test_every_door_finds_an_alias_by_its_standard_name(tree: Path) -> None:
     inv = dm.inventory(tree)
     assert [d.name for d in inv.devices(has="pciBusID")] == ["gpu-0", "gpu-1", "vf-3"]
     assert [d.name for d in inv.devices(has=STD + "pciBusID")] == ["gpu-0", "gpu-1", "vf-3"]
-    assert inv.devices(claim="gpus")[0].attribute("pciBusID") == "00000000:18:00.0"  # as written
+    gpu = inv.devices(claim="gpus")[0]
+    assert gpu.attribute("pciBusID") == "0000:18:00.0"  # the answer, in the standard form
+    entry = gpu.find_attribute("pciBusID")
+    assert entry is not None
+    assert entry.value == "00000000:18:00.0"
     assert dm.has_attribute("numaNode")(dm.read_resource_claim("gpus", "gpu", root=tree))
 
 
@@ -236,7 +240,11 @@ def test_every_door_counts_a_negative_node_as_none_and_numa_nodes_as_the_list(
         odd = dm.read_resource_claim("odd", "dev", root=tree)
         assert not dm.has_attribute(name)(odd)
         assert dm.has_attribute(name)(dm.read_resource_claim("nic", "eth", root=tree))
-    assert inv.devices(claim="odd")[0].attribute("numaNode") == -1  # as written
+    odd_device = inv.devices(claim="odd")[0]
+    assert odd_device.attribute("numaNode") is None  # the answer: no node
+    entry = odd_device.find_attribute("numaNode")
+    assert entry is not None
+    assert entry.value == -1
     args = ("--root", str(tree), "--claim", "odd", "--request", "dev")
     got = cli("get", *args, "numaNodes")
     assert (got.returncode, got.stdout) == (1, "")

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from .._model import NETWORK_FIELDS
 from . import (
     EXIT_FALSE,
     EXIT_OK,
@@ -19,10 +18,7 @@ from . import (
     write_stdout,
 )
 
-if TYPE_CHECKING:
-    from .._model import AttributeValue, Device
-
-__all__ = ["answer", "model_answer", "register", "value_of"]
+__all__ = ["register"]
 
 _DESCRIPTION: Final = """\
 Print the value of one attribute, or network field, for every device of the
@@ -43,14 +39,15 @@ a terminal, control characters (ESC, a newline) print escaped (\\x1b, \\n), as
 every command prints them there.
 
 pciBusID, numaNode, numaNodes, pcieRoot and pcieRoots (unqualified or in the
-resource.kubernetes.io domain) print the model's answer, the one the Python
-properties, env, topology and doctor give: pciBusID in the standard form
+resource.kubernetes.io domain) print the model's answer, the one attribute(),
+require(), env, topology and doctor give: pciBusID in the standard form
 (0000:18:00.0), with a note on stderr when it came from a driver's own name for
 it; numaNode the physical NUMA node (a list's first element, KEP-6072),
 numaNodes every node, the physical one first; pcieRoots every root, pcieRoot
-only when there is one. A negative NUMA node means "no NUMA affinity": no node.
-A value not in its standard form is an error naming the device and attribute
-(exit 65); show prints it as written.
+only when there is one (a set of roots has no first one, KEP-5491). A negative
+NUMA node means "no NUMA affinity": no node. A value the standard does not
+define (a pciBusID that is no PCI address, a numaNode that is a string) is an
+error naming the device and attribute (exit 65); show prints it as written.
 
 When a device lacks the attribute (or the request has no devices) nothing is
 printed and the exit code is 1, with the reason on stderr: every device must
@@ -80,111 +77,15 @@ def register(commands: Commands) -> None:
     parser.set_defaults(handler=_get)
 
 
-def model_answer(device: Device, standard: str, name: str) -> tuple[AttributeValue | None, str]:
-    """The model's answer to a standard name and a note on where it came from.
-
-    ``standard`` is what :func:`~dra_metadata._model.standard_name` made of
-    ``name``; the attribute is looked up as ``name`` is (a qualified standard name
-    tries the standard attribute before the driver's own). The note is empty
-    when the answer is the standard attribute as written, or says which alias it
-    came from, or why there is no answer. A value not in its standard form raises
-    :class:`~dra_metadata.MalformedAttributeError`.
-
-    >>> import dra_metadata as dm
-    >>> gpu = dm.Device("gpu.nvidia.com", "p", "gpu-0",
-    ...                 {"pcieBusID": dm.DeviceAttribute(string="00000000:18:00.0")})
-    >>> model_answer(gpu, "pciBusID", "pciBusID")
-    ('0000:18:00.0', 'from gpu.nvidia.com/pcieBusID, in the standard form')
-    """
-    from .._errors import MalformedAttributeError
-    from .._model import (
-        LIST_QUESTIONS,
-        malformed,
-        no_affinity,
-        numa_of,
-        pci_address_of,
-        standard_asked,
-        standard_problem,
-    )
-
-    asked = standard_asked(name, standard)  # numaNodes asks numaNode
-    whole = name.rpartition("/")[2] in LIST_QUESTIONS
-    if standard == "pciBusID":
-        found = pci_address_of(device, asked)
-        if found is None:
-            return None, ""
-        if found.value is None:  # looked up once: the model's one message for it
-            raise MalformedAttributeError(malformed(device, found.source, found.raw, standard))
-        if found.source == _STANDARD_PCI and found.value == found.raw:
-            return found.value, ""
-        return found.value, f"from {found.source}, in the standard form"
-    if standard == "numaNode":
-        numa = numa_of(device, asked)
-        nodes, source = numa.nodes, numa.source
-        if not nodes:
-            if numa.unknown:
-                return None, no_affinity(numa.unknown[0])
-            return None, ""
-        note = "" if source == _STANDARD_NUMA else f"from {source}"
-        if whole:
-            return nodes, note
-        if len(nodes) > 1:
-            listed = ",".join(map(str, nodes))
-            note = (note + "; " if note else "") + (
-                f"the physical node of {listed} (numaNodes prints them all)"
-            )
-        return nodes[0], note
-    problem = standard_problem(device, asked)  # pcieRoot
-    if problem is not None:
-        raise MalformedAttributeError(problem)
-    roots = device.pcie_roots
-    if whole:
-        return (roots or None), ""
-    if len(roots) > 1:
-        return None, f"PCIe roots {','.join(roots)}: a list has no first root; ask pcieRoots"
-    return (roots[0] if roots else None), ""
-
-
-_STANDARD_PCI: Final = "resource.kubernetes.io/pciBusID"
-_STANDARD_NUMA: Final = "resource.kubernetes.io/numaNode"
-
-
-def answer(device: Device, name: str) -> tuple[AttributeValue | None, str]:
-    """What ``get NAME`` prints for ``device`` (``None``: it has none) and a note for stderr.
-
-    Network fields by their wire names, the standard attributes by the model's
-    answer (:func:`model_answer`), any other name by :meth:`Device.attribute`.
-
-    >>> import dra_metadata as dm
-    >>> nic = dm.Device("sriov.example.com", "p", "vf-0",
-    ...                 network_data=dm.NetworkDeviceData(ips=("10.0.0.5/24",)))
-    >>> answer(nic, "ips"), answer(nic, "networkData.ips"), answer(nic, "interfaceName")
-    ((('10.0.0.5/24',), ''), (('10.0.0.5/24',), ''), (None, ''))
-    """
-    from .._model import standard_name
-
-    field = name.removeprefix("networkData.")
-    if field in NETWORK_FIELDS and (field == name or name.startswith("networkData.")):
-        network = device.network_data
-        if network is None:
-            return None, ""
-        value: str | tuple[str, ...] = getattr(network, NETWORK_FIELDS[field])
-        return value or None, ""
-    standard = standard_name(name)
-    if standard is not None:
-        return model_answer(device, standard, name)
-    return device.attribute(name), ""
-
-
-def value_of(device: Device, name: str) -> AttributeValue | None:
-    """The value ``get NAME`` prints for ``device``, or ``None`` when it has none."""
-    return answer(device, name)[0]
-
-
 def _get(args: argparse.Namespace) -> int:
+    # Here, not at the top: --help and completion build every parser without them.
     from .._claims import read_request
     from .._env import format_value
+    from .._errors import MalformedAttributeError
+    from .._nearby import absent_attribute
     from .._paths import claim_label
+    from .._standard import answer, standard_name
+    from .._values import NETWORK_FIELDS
 
     kind, claim = selected_claim(args)
     assert kind is not None, "the parser requires --claim or --template-claim"
@@ -196,17 +97,17 @@ def _get(args: argparse.Namespace) -> int:
         fail(f"{where} has no devices")
         return EXIT_FALSE
     answers = [answer(device, args.name) for device in devices]
-    values = [value for value, _ in answers]
-    notes = [note for _, note in answers]
+    values = [found.value for found in answers]
+    notes = [found.note for found in answers]
+    for found in answers:
+        if found.malformed:  # the model's one message for it (exit 65)
+            raise MalformedAttributeError(found.why)
     missing = [i for i, value in enumerate(values) if value is None]
     if missing:
         first = devices[missing[0]]
-        why = notes[missing[0]]
+        why = answers[missing[0]].why
         hint = ""
         if not why:
-            from .._model import standard_name
-            from .._nearby import absent_attribute
-
             said = absent_attribute(first, args.name, also=tuple(NETWORK_FIELDS))
             if standard_name(args.name) is not None:
                 why = said

@@ -55,7 +55,7 @@ decode is reported on stderr (its devices are left out) and exits 65.
 
 def _kind(text: str) -> tuple[str, str]:
     driver, sep, kind = text.rpartition("=")
-    from .._model import DEVICE_KINDS
+    from .._standard import DEVICE_KINDS
 
     if not sep or not driver or kind not in DEVICE_KINDS:
         raise argparse.ArgumentTypeError(

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Final
 
 from .._errors import DRAMetadataError
-from .._model import DeviceMetadata, MergedDeviceMetadata, NetworkDeviceData, has_answer
+from .._model import DeviceMetadata, MergedDeviceMetadata, NetworkDeviceData
+from .._standard import has_answer
 
 __all__ = [
     "Condition",
