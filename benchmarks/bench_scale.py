@@ -160,7 +160,7 @@ def run_cli(argv: list[str]) -> None:
         raise SystemExit(f"dra-metadata {' '.join(argv)} exited {code}")
 
 
-def env_rest(root: str, entries: list[_select.Entry]) -> None:
+def env_rest(root: str, entries: list[_select.MountedFile]) -> None:
     """What env does after the scan: the inventory, the variables and their text."""
     variables, problems = _env.collect(_inventory.from_entries(root, entries))
     assert not problems, problems

@@ -76,20 +76,14 @@ if TYPE_CHECKING:
     from ._encode import DEFAULT_VERSIONS, encode
     from ._env import env_vars
     from ._field_error import BadValue, ErrorType, FieldError
-    from ._inventory import (
-        Inventory,
-        MountedFile,
-        MountedRequest,
-        Problem,
-        ProblemKind,
-        inventory,
-    )
+    from ._inventory import Inventory, MountedRequest, inventory
     from ._lint import RULES as LINT_RULES
     from ._lint import LintProblem, lint
     from ._live import Check, IpQuery, LiveFinding, LiveReport, check_live
     from ._mounted import MountedDevice
     from ._publish import ClaimRef, MetadataPublisher, UpdateMode
     from ._schema import json_schema
+    from ._select import MountedFile, Problem, ProblemKind
     from ._topology import (
         Affinity,
         DeviceKind,
@@ -226,17 +220,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "BadValue": ("_field_error", "BadValue"),
     "ErrorType": ("_field_error", "ErrorType"),
     "FieldError": ("_field_error", "FieldError"),
-    **{
-        name: ("_inventory", name)
-        for name in (
-            "Inventory",
-            "MountedFile",
-            "MountedRequest",
-            "Problem",
-            "ProblemKind",
-            "inventory",
-        )
-    },
+    **{name: ("_inventory", name) for name in ("Inventory", "MountedRequest", "inventory")},
+    **{name: ("_select", name) for name in ("MountedFile", "Problem", "ProblemKind")},
     **{
         name: ("_watch", name)
         for name in (

@@ -21,7 +21,7 @@ from typing import Literal, overload
 from ._model import DeviceMetadata, DeviceMetadataRequest, MergedDeviceMetadata
 from ._paths import RootArg, check_path, request_base, root_path
 from ._read import DEFAULT_MAX_SIZE, check_max_size
-from ._select import ClaimKind, Entry, Place, ask, merged, narrow, resolve, scan
+from ._select import ClaimKind, MountedFile, Place, ask, merged, narrow, resolve, scan
 
 __all__ = ["read_request", "read_resource_claim", "read_resource_claim_template"]
 
@@ -53,7 +53,7 @@ def _read_entries(
     driver: str | None,
     root: RootArg,
     max_size: int,
-) -> tuple[MergedDeviceMetadata, list[Entry]]:
+) -> tuple[MergedDeviceMetadata, list[MountedFile]]:
     question = ask(kind=kind, claim=claim, request=request, driver=driver)
     top = root_path(None if root is None else check_path("root", root))
     limit = check_max_size(max_size)

@@ -28,27 +28,26 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import groupby
 from operator import attrgetter
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
 from ._errors import (
-    DecodeError,
-    DRAMetadataError,
-    FileTooLargeError,
     MetadataNotFoundError,
-    SymlinkError,
 )
-from ._model import Device, DeviceMetadata, MergedDeviceMetadata
+from ._model import Device, MergedDeviceMetadata
 from ._paths import RootArg, claim_label, root_path
 from ._read import DEFAULT_MAX_SIZE, merge
 from ._select import (
     ClaimKind,
-    Entry,
+    MountedFile,
     Place,
+    Problem,
+    ProblemKind,
     Question,
     ask,
     narrow,
+    problem_kind,
     resolve,
     scan,
 )
@@ -72,68 +71,6 @@ __all__ = [
     "problem_kind",
     "select",
 ]
-
-#: Why a file or directory of the layout could not be used.
-ProblemKind = Literal["undecodable", "too-large", "symlink", "unreadable", "missing"]
-
-
-def problem_kind(error: DRAMetadataError) -> ProblemKind:
-    """One word for what went wrong: ``undecodable``, ``too-large``, ``symlink``..."""
-    if isinstance(error, DecodeError):
-        return "undecodable"
-    if isinstance(error, FileTooLargeError):
-        return "too-large"
-    if isinstance(error, SymlinkError):
-        return "symlink"
-    if isinstance(error, MetadataNotFoundError):
-        return "missing"
-    return "unreadable"
-
-
-class Problem(msgspec.Struct, frozen=True, gc=False):
-    """A file or directory of the layout that could not be used, and why.
-
-    ``status`` is one word (:data:`ProblemKind`), ``message`` the error's text
-    (``error`` the exception itself, to raise or inspect). ``request`` and
-    ``driver`` are ``""`` for a claim directory that could not be read.
-    """
-
-    #: Why, in one word: ``undecodable``, ``too-large``, ``symlink``, ``unreadable`` or
-    #: ``missing``.
-    status: ProblemKind
-    #: How the pod references the claim: ``claim`` or ``template``.
-    kind: ClaimKind
-    #: The claim's directory name: its name, or the pod's claim name for a template.
-    claim: str
-    #: The request directory, or ``""`` for a claim directory that could not be read.
-    request: str
-    #: The driver whose file it is, or ``""`` for a directory.
-    driver: str
-    #: The file or directory that could not be used.
-    path: str
-    #: The error's text, one line.
-    message: str
-    #: The exception itself, to raise or inspect.
-    error: DRAMetadataError
-
-
-class MountedFile(msgspec.Struct, frozen=True, gc=False):
-    """One place of the layout as found: a file's metadata, or the problem it has."""
-
-    #: How the pod references the claim: ``claim`` or ``template``.
-    kind: ClaimKind
-    #: The claim's directory name.
-    claim: str
-    #: The request directory (the base request name).
-    request: str
-    #: The driver the file belongs to (from its name).
-    driver: str
-    #: The file's path.
-    path: str
-    #: The decoded object; ``None`` when the file has a problem.
-    metadata: DeviceMetadata | None = None
-    #: What went wrong with the file; ``None`` when it decoded.
-    problem: Problem | None = None
 
 
 class MountedRequest(msgspec.Struct, frozen=True, gc=False):
@@ -504,9 +441,8 @@ def inventory(root: RootArg = None, *, max_size: int = DEFAULT_MAX_SIZE) -> Inve
     return from_entries(top, entries)
 
 
-def from_entries(root: str, entries: list[Entry]) -> Inventory:
-    """The inventory of entries :func:`~dra_metadata._select.scan` found under ``root``."""
-    files = [_file(entry) for entry in entries]
+def from_entries(root: str, files: list[MountedFile]) -> Inventory:
+    """The inventory of the files :func:`~dra_metadata._select.scan` found under ``root``."""
     requests: list[MountedRequest] = []
     for _, same in groupby(files, _KEY):  # the files of one request directory come together
         group = tuple(same)
@@ -540,27 +476,3 @@ def from_entries(root: str, entries: list[Entry]) -> Inventory:
 
 #: A file's request directory: (kind, claim, request).
 _KEY: Final = attrgetter("kind", "claim", "request")
-
-
-def _file(entry: Entry) -> MountedFile:
-    problem = None
-    if entry.error is not None:
-        problem = Problem(
-            status=problem_kind(entry.error),
-            kind=entry.kind,
-            claim=entry.claim,
-            request=entry.request,
-            driver=entry.driver,
-            path=entry.path,
-            message=str(entry.error),
-            error=entry.error,
-        )
-    return MountedFile(
-        kind=entry.kind,
-        claim=entry.claim,
-        request=entry.request,
-        driver=entry.driver,
-        path=entry.path,
-        metadata=entry.metadata,
-        problem=problem,
-    )

@@ -13,7 +13,7 @@ The layout is fixed (see :mod:`._paths`)::
 symbolic link below the root (the root itself may be one): every level is
 opened relative to its parent's descriptor with ``O_NOFOLLOW``, so a link
 swapped in while the walk runs is refused too. A link where a claim, request
-or metadata file should be is reported as an :class:`Entry` with an error, as is
+or metadata file should be is reported as an :class:`MountedFile` with a :class:`Problem`, as is
 a file that does not decode; other names are ignored, as Go's glob ignores
 them. A metadata file is looked at before it is opened, so a FIFO or a device is
 refused without ever being opened.
@@ -22,7 +22,7 @@ Entries come sorted: claims before templates, then by claim, request and file
 name in byte order (the order Go merges a request's files in).
 
 >>> entries = scan("examples/dra-device-attributes", kind="claim", claim="train")
->>> [(e.request, e.driver, e.error) for e in entries]
+>>> [(e.request, e.driver, e.problem) for e in entries]
 [('accel', 'gpu.example.com', None), ('accel', 'rdma.example.com', None)]
 
 The one resolver
@@ -63,12 +63,14 @@ import errno
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Final
+from typing import Final, Literal
 
 import msgspec
 
 from ._errors import (
+    DecodeError,
     DRAMetadataError,
+    FileTooLargeError,
     InvalidNameError,
     MetadataNotFoundError,
     SymlinkError,
@@ -94,14 +96,17 @@ __all__ = [
     "CLAIM_KINDS",
     "KINDS",
     "ClaimKind",
-    "Entry",
+    "MountedFile",
     "Place",
+    "Problem",
+    "ProblemKind",
     "Question",
     "ask",
     "check_claim_kind",
     "group",
     "merged",
     "narrow",
+    "problem_kind",
     "resolve",
     "scan",
 ]
@@ -117,22 +122,80 @@ _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 
 
-class Entry(msgspec.Struct, frozen=True):
-    """One metadata file found by :func:`scan`, or a place of the layout that could not be read.
+#: Why a file or directory of the layout could not be used.
+ProblemKind = Literal["undecodable", "too-large", "symlink", "unreadable", "missing"]
 
-    ``kind`` is ``"claim"`` or ``"template"``; ``claim`` and ``request`` are the
-    directory names (``request`` is ``""`` when a claim directory itself could
-    not be read); ``driver`` comes from the file name (``""`` for a directory).
-    Exactly one of ``metadata`` and ``error`` is set.
+
+def problem_kind(error: DRAMetadataError) -> ProblemKind:
+    """One word for what went wrong: ``undecodable``, ``too-large``, ``symlink``..."""
+    if isinstance(error, DecodeError):
+        return "undecodable"
+    if isinstance(error, FileTooLargeError):
+        return "too-large"
+    if isinstance(error, SymlinkError):
+        return "symlink"
+    if isinstance(error, MetadataNotFoundError):
+        return "missing"
+    return "unreadable"
+
+
+class Problem(msgspec.Struct, frozen=True, gc=False):
+    """A file or directory of the layout that could not be used, and why.
+
+    ``status`` is one word (:data:`ProblemKind`), ``message`` the error's text
+    (``error`` the exception itself, to raise or inspect). ``request`` and
+    ``driver`` are ``""`` for a claim directory that could not be read.
     """
 
+    #: Why, in one word: ``undecodable``, ``too-large``, ``symlink``, ``unreadable`` or
+    #: ``missing``.
+    status: ProblemKind
+    #: How the pod references the claim: ``claim`` or ``template``.
     kind: ClaimKind
+    #: The claim's directory name: its name, or the pod's claim name for a template.
     claim: str
+    #: The request directory, or ``""`` for a claim directory that could not be read.
     request: str
+    #: The driver whose file it is, or ``""`` for a directory.
     driver: str
+    #: The file or directory that could not be used.
     path: str
+    #: The error's text, one line.
+    message: str
+    #: The exception itself, to raise or inspect.
+    error: DRAMetadataError
+
+
+class MountedFile(msgspec.Struct, frozen=True, gc=False):
+    """One place of the layout as found by :func:`scan`: a file's metadata, or its problem.
+
+    ``request`` is ``""`` when a claim directory itself could not be read, and
+    ``driver`` (from the file name) ``""`` for a directory. Exactly one of
+    ``metadata`` and ``problem`` is set.
+    """
+
+    #: How the pod references the claim: ``claim`` or ``template``.
+    kind: ClaimKind
+    #: The claim's directory name.
+    claim: str
+    #: The request directory (the base request name); ``""`` for a claim directory.
+    request: str
+    #: The driver the file belongs to (from its name); ``""`` for a directory.
+    driver: str
+    #: The file's (or directory's) path.
+    path: str
+    #: The decoded object; ``None`` when the file has a problem.
     metadata: DeviceMetadata | None = None
-    error: DRAMetadataError | None = None
+    #: What went wrong with the file; ``None`` when it decoded.
+    problem: Problem | None = None
+
+
+def _unusable(
+    kind: ClaimKind, claim: str, request: str, driver: str, path: str, error: DRAMetadataError
+) -> MountedFile:
+    """A place of the layout that could not be used, with its :class:`Problem`."""
+    problem = Problem(problem_kind(error), kind, claim, request, driver, path, str(error), error)
+    return MountedFile(kind, claim, request, driver, path, problem=problem)
 
 
 def scan(
@@ -143,7 +206,7 @@ def scan(
     request: str | None = None,
     driver: str | None = None,
     max_size: int = DEFAULT_MAX_SIZE,
-) -> list[Entry]:
+) -> list[MountedFile]:
     """Every metadata file under ``root``, read and decoded, by layout only.
 
     ``kind``, ``claim``, ``request`` (``req`` or ``req/sub``) and ``driver``
@@ -192,7 +255,7 @@ class _Walker:
     def __init__(self, top: str, max_size: int) -> None:
         self.top = top
         self.max_size = max_size
-        self.entries: list[Entry] = []
+        self.entries: list[MountedFile] = []
 
     def kind_dir(
         self,
@@ -250,7 +313,7 @@ class _Walker:
                 )
             else:
                 error = DRAMetadataError(f"open directory {path}: {os_reason(err)}", path=path)
-        self.entries.append(Entry(kind, claim, request, "", path, error=error))
+        self.entries.append(_unusable(kind, claim, request, "", path, error))
         return None
 
     def request_dir(
@@ -270,9 +333,11 @@ class _Walker:
             try:
                 md = self._read(fd, name, file_path)
             except DRAMetadataError as err:
-                self.entries.append(Entry(kind, claim, request, driver, file_path, error=err))
+                self.entries.append(_unusable(kind, claim, request, driver, file_path, err))
             else:
-                self.entries.append(Entry(kind, claim, request, driver, file_path, metadata=md))
+                self.entries.append(
+                    MountedFile(kind, claim, request, driver, file_path, metadata=md)
+                )
 
     def _read(self, dir_fd: int, name: str, path: str) -> DeviceMetadata:
         # Looked at before it is opened (a FIFO or device never is), never followed.
@@ -313,12 +378,12 @@ def _is_symlink(dir_fd: int, name: str) -> bool:
         return False
 
 
-def group(entries: list[Entry]) -> Iterator[list[Entry]]:
+def group(entries: list[MountedFile]) -> Iterator[list[MountedFile]]:
     """The entries of :func:`scan` grouped by request directory, in order.
 
     A claim directory that could not be read is a group of its own.
     """
-    current: list[Entry] = []
+    current: list[MountedFile] = []
     for entry in entries:
         if current and (entry.kind, entry.claim, entry.request) != (
             current[0].kind,
@@ -332,13 +397,13 @@ def group(entries: list[Entry]) -> Iterator[list[Entry]]:
         yield current
 
 
-def merged(entries: list[Entry]) -> MergedDeviceMetadata:
+def merged(entries: list[MountedFile]) -> MergedDeviceMetadata:
     """The files of one request directory merged as Go merges them; raises the first error."""
     files: list[tuple[str, DeviceMetadata]] = []
     for entry in entries:
-        if entry.error is not None:
-            raise entry.error
-        assert entry.metadata is not None  # an entry has metadata or an error
+        if entry.problem is not None:
+            raise entry.problem.error
+        assert entry.metadata is not None  # a file has metadata or a problem
         files.append((entry.path, entry.metadata))
     return merge(files)
 

@@ -20,7 +20,7 @@ from . import (
 )
 
 if TYPE_CHECKING:
-    from .._inventory import MountedFile
+    from .._select import MountedFile
 
 __all__ = ["register", "row", "table"]
 

@@ -55,17 +55,18 @@ def test_a_link_below_the_root_is_the_scanners_symlink_error(tmp_path: Path, whe
     """watch and awatch: no update, one error event whose error is the scanner's SymlinkError."""
     root = linked_tree(tmp_path, where)
     [entry] = scan(root, kind="claim")
-    assert isinstance(entry.error, dm.SymlinkError)
+    assert entry.problem is not None
+    assert isinstance(entry.problem.error, dm.SymlinkError)
     events = list(dm.watch(claim="c", request="r", root=str(root), error_timeout=0.2, timeout=1))
     assert [event.kind for event in events] == [dm.WatchEventKind.ERROR]
     assert isinstance(events[0].error, dm.SymlinkError)
-    assert str(events[0].error) == str(entry.error)
+    assert str(events[0].error) == str(entry.problem.error)
 
     async def twin() -> list[dm.WatchEvent]:
         found = dm.awatch(claim="c", request="r", root=str(root), error_timeout=0.2, timeout=1)
         return [event async for event in found]
 
-    assert [str(event.error) for event in asyncio.run(twin())] == [str(entry.error)]
+    assert [str(event.error) for event in asyncio.run(twin())] == [str(entry.problem.error)]
     with pytest.raises(dm.WaitTimeoutError, match="symbolic link"):
         dm.wait_for(claim="c", request="r", root=str(root), timeout=0.5)
 
