@@ -168,3 +168,101 @@ def test_only_the_backend_registry_imports_a_backend() -> None:
     for backend in sorted(backends):
         inside = {m for m in imports_of(backend, known, deferred=True) if m.startswith(PACKAGE)}
         assert inside == {f"{WATCH_BACKENDS}.base"}, backend
+
+
+#: The package's layers, bottom first: a module imports only from its own layer and
+#: those below (every import counted, deferred and type-checking ones too). The wire
+#: values sit under the standard's meaning, which sits under the wire objects; the
+#: data a pod was given (the walk, the inventory) under nothing that analyses it, and
+#: the analyses take data (mounted devices), never the inventory. A new module gets a
+#: place here, and the drawing in docs/development.md follows this table.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "foundations",
+        (
+            "_errors",
+            "_text",
+            "_versions",
+            "_duration",
+            "_log",
+            "_fence",
+            "_field_error",
+            "_formats",
+            "_gotime",
+            "_goscan",
+            "_paths",
+            "_mounts",
+            "_values",
+            "_variables",
+        ),
+    ),
+    ("standard meaning", ("_standard",)),
+    (
+        "wire objects",
+        (
+            "_model",
+            "_mounted",
+            "_nearby",
+            "_gojson",
+            "_encode",
+            "_validate_models",
+            "_validate",
+            "_schema",
+        ),
+    ),
+    ("reading", ("_read", "_safedir", "_select", "_claims", "_lint")),
+    ("device analyses", ("_topology",)),
+    ("the pod's inventory", ("_inventory",)),
+    ("inventory readers", ("_profiles", "_env", "_live")),
+    ("watching", ("_watch",)),
+    ("publishing", ("_publish",)),
+    ("the package's face", ("",)),
+    ("the testing kit", ("_testing_tree", "_testing_mounted", "testing", "pytest_plugin")),
+    ("the command line", ("_cli", "__main__")),
+)
+
+
+def layer_of(module: str) -> int:
+    """The index in :data:`LAYERS` of ``module`` (a package's submodules share its layer)."""
+    local = module.removeprefix(PACKAGE).removeprefix(".")
+    top = local.split(".")[0]
+    for index, (_, names) in enumerate(LAYERS):
+        if top in names:
+            return index
+    raise AssertionError(f"{module} has no layer: give it a place in LAYERS")
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    """No module imports from a layer above its own: the house has floors, not only no circle."""
+    known = modules()
+    upward = [
+        f"{name} ({LAYERS[layer_of(name)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
+        for name in sorted(known)
+        for target in sorted(imports_of(name, known, deferred=True))
+        if layer_of(target) > layer_of(name)
+    ]
+    assert upward == []
+
+
+def test_the_layers_catch_an_upward_import() -> None:
+    """The check can fail: the standard's meaning importing the model would be caught."""
+    assert layer_of(f"{PACKAGE}._standard") < layer_of(f"{PACKAGE}._model")
+    assert layer_of(f"{PACKAGE}._topology") < layer_of(f"{PACKAGE}._inventory")
+    assert layer_of(f"{PACKAGE}._watch._backends.inotify") == layer_of(f"{PACKAGE}._watch")
+    with pytest.raises(AssertionError, match="no layer"):
+        layer_of(f"{PACKAGE}._nowhere")
+
+
+def test_the_docs_draw_the_layers_the_test_checks() -> None:
+    """docs/development.md's table of floors is :data:`LAYERS`, top first."""
+    text = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
+    table = text.split("## The house", 1)[1].split("\n\n")[2]
+    drawn = []
+    for line in table.splitlines()[2:]:
+        floor, modules_cell = line.split("|")[1:3]
+        names = tuple(
+            "" if name == PACKAGE else name
+            for name in modules_cell.replace("`", "").replace(",", " ").split()
+        )
+        drawn.append((floor.strip(), frozenset(names)))
+    assert drawn == [(floor, frozenset(names)) for floor, names in reversed(LAYERS)]
