@@ -5,9 +5,10 @@ socket and configuration of its own: the CRI suite's (tests/e2e/cri.py) and the
 cluster's (:mod:`devtools.cluster`). Its configuration handles what these machines
 refuse, each line on purpose:
 
-- **CDI**: always on in containerd v2; ``cdi_spec_dirs`` is the suite's own directory,
-  where the tests' publishers write their specs (containerd watches it); the
-  cluster's is where its drivers write.
+- **CDI**: always on in containerd v2; ``cdi_spec_dirs`` is the CRI suite's own
+  directory, where the tests' publishers write their specs (containerd watches it);
+  the cluster's are a node's, ``/etc/cdi`` and ``/var/run/cdi`` (containerd's
+  defaults), where drivers built on the kubelet plugin library write by default.
 - **network**: pods use the node's network (``NODE`` namespace, as ``hostNetwork``), so
   no CNI plugin is needed; the CNI directories point into the suite's directory, which
   has no configuration, and the streaming server listens on loopback, on a free port.
@@ -39,6 +40,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 #: The sandbox image's name in containerd.
@@ -66,9 +68,17 @@ def overlay_works(scratch: Path) -> bool:
 
 
 def config_toml(
-    base: Path, *, cdi_dir: Path, runc: str, snapshotter: str, nri_socket: Path | None = None
+    base: Path,
+    *,
+    cdi_dirs: Sequence[Path | str],
+    runc: str,
+    snapshotter: str,
+    nri_socket: Path | None = None,
 ) -> str:
     """containerd's configuration (see the module's docstring for each part).
+
+    ``cdi_dirs`` are where containerd reads CDI specs, in its order (a later
+    directory's spec wins over an earlier one of the same name).
 
     With ``nri_socket``, NRI is on and listens there (the cluster's NIC driver connects
     to it and hooks ``RunPodSandbox``); else it is off.
@@ -106,7 +116,7 @@ disabled_plugins = {json.dumps(disabled)}
     sandbox = "{PAUSE_IMAGE}"
 
 [plugins."io.containerd.cri.v1.runtime"]
-  cdi_spec_dirs = ["{cdi_dir}"]
+  cdi_spec_dirs = {json.dumps([str(d) for d in cdi_dirs])}
   enable_selinux = false
   disable_apparmor = true
   restrict_oom_score_adj = true

@@ -26,6 +26,7 @@ from devtools.cluster.machine import (
     cgroup_hierarchies,
     machine_snapshot,
     mounts_below,
+    mounts_from,
     port_free,
     processes_naming,
     remove_cgroup,
@@ -39,10 +40,12 @@ from devtools.cluster.settings import (
     FEATURE_GATES,
     IMAGE,
     NODE,
+    NODE_CDI_DIRS,
     PORTS,
     PY_DRIVER,
     PY_DRIVER_SOURCE,
     REPO,
+    RUN_CDI,
     ClusterError,
     log,
     run,
@@ -81,7 +84,9 @@ class Cluster:
 
     @property
     def cdi_dir(self) -> Path:
-        """Where the drivers write CDI specs and containerd reads them."""
+        """What the node's ``/var/run/cdi`` is while the cluster is up (bind-mounted
+        there): where the drivers write CDI specs, and containerd reads them beside
+        ``/etc/cdi``, as on a node."""
         return self.state / "cdi"
 
     def plugin_dir(self, driver: str) -> Path:
@@ -167,6 +172,7 @@ class Cluster:
                 self.build_image()
             began = time.monotonic()
             credentials(self.state, self.pki)
+            self.mount_run_cdi()
             self.start_control_plane()
             self.start_node()
             self.start_drivers()
@@ -177,6 +183,24 @@ class Cluster:
         self.times["up (s)"] = time.monotonic() - started
         figures = ", ".join(f"{name} {value:.1f}" for name, value in self.times.items())
         log(f"up: {figures}; {self.rss_mib():.0f} MiB RSS")
+
+    def mount_run_cdi(self) -> None:
+        """Bind the cluster's CDI directory on the node's ``/var/run/cdi`` (made if it is
+        missing; ``down`` unmounts it and removes what it made): the drivers write where a
+        node's do, and what the machine had there is hidden, never touched."""
+        os.makedirs(RUN_CDI, exist_ok=True)
+        run(["mount", "--bind", self.cdi_dir, RUN_CDI])
+
+    def unmount_run_cdi(self) -> list[str]:
+        """Undo :meth:`mount_run_cdi` (every bind of the cluster's directory there)."""
+        target = os.path.realpath(RUN_CDI)
+        problems = []
+        while target in mounts_from(self.cdi_dir):
+            done = subprocess.run(["umount", target], capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                problems.append(f"umount {target}: {done.stderr.strip()}")
+                break
+        return problems
 
     def machine(self) -> dict[str, Any]:
         """Which fixed paths and cgroups exist now (for ``down``), and the machine's
@@ -332,7 +356,7 @@ class Cluster:
         snapshotter = "overlayfs" if overlay_works(base) else "native"
         (self.state / "snapshotter").write_text(snapshotter + "\n")
         config = config_toml(
-            base, cdi_dir=self.cdi_dir, runc=runc, snapshotter=snapshotter,
+            base, cdi_dirs=NODE_CDI_DIRS, runc=runc, snapshotter=snapshotter,
             nri_socket=self.state / "nri.sock",
         )  # fmt: skip
         (base / "config.toml").write_text(config)
@@ -408,7 +432,7 @@ class Cluster:
                 built / "venv" / "bin" / "python", PY_DRIVER_SOURCE / "driver.py",
                 "--node", NODE, "--kubeconfig", self.state / "driver.kubeconfig",
                 "--plugin-dir", self.plugin_dir(driver), "--registry-dir", registry,
-                "--cdi-dir", self.cdi_dir, "--stubs", built / "stubs",
+                "--cdi-dir", RUN_CDI, "--stubs", built / "stubs",
                 "--test-pause-file", self.py_driver_pause,
             ]  # fmt: skip
             env = {"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
@@ -417,7 +441,7 @@ class Cluster:
                 self.bin_dir / "dra-example-driver", "--driver", driver, "--node", NODE,
                 "--kubeconfig", self.state / "driver.kubeconfig",
                 "--plugin-dir", self.plugin_dir(driver), "--registry-dir", registry,
-                "--cdi-dir", self.cdi_dir,
+                "--cdi-dir", RUN_CDI,
             ]  # fmt: skip
             if driver == "nic.example.com":
                 command += ["--nri-socket", self.state / "nri.sock"]
@@ -476,6 +500,7 @@ class Cluster:
             if name == "containerd":
                 for pid in processes_naming(str(self.containerd_socket)):  # its shims
                     stop_process(pid, start_time(pid), grace=5)
+        problems += self.unmount_run_cdi()
         for mount in sorted(mounts_below(self.state), key=len, reverse=True):
             done = subprocess.run(["umount", mount], capture_output=True, text=True, check=False)
             if done.returncode != 0:

@@ -23,6 +23,7 @@ from devtools.cluster.settings import REPO, ClusterError
 #: Paths the kubelet and containerd use whatever their configuration; ``down`` removes
 #: those that did not exist before ``up`` (shared ones only when empty).
 FIXED_PATHS = (
+    "/var/run/cdi",
     "/var/lib/kubelet/device-plugins",
     "/var/lib/kubelet",
     "/var/log/containers",
@@ -164,6 +165,18 @@ def mounts_below(path: Path) -> list[str]:
     with open("/proc/self/mountinfo", encoding="utf-8") as table:
         points = [line.split()[4] for line in table]
     return [p for p in points if p == prefix or p.startswith(prefix + "/")]
+
+
+def mounts_from(source: Path) -> list[str]:
+    """Mount points whose root is ``source`` on its file system: its bind mounts."""
+    found = []
+    with open("/proc/self/mountinfo", encoding="utf-8") as table:
+        for line in table:
+            fields = line.split()
+            root, point = fields[3], fields[4]
+            if root != "/" and (str(source) == root or str(source).endswith(root)):
+                found.append(point)
+    return found
 
 
 def cgroup_hierarchies() -> list[Path]:

@@ -30,6 +30,11 @@ DRIVERS = {"gpu.example.com": 4, "nic.example.com": 2, "py.example.com": 4}
 #: The Python example driver (examples/python-driver), and where it waits when told to
 #: (a test kills it there, in the middle of a prepare).
 PY_DRIVER = "py.example.com"
+#: Where a node's containerd reads CDI specs, in its order (containerd's defaults).
+NODE_CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
+#: Where drivers built on the kubelet plugin library write their specs by default: the
+#: cluster's own directory is bind-mounted there while it is up.
+RUN_CDI = "/var/run/cdi"
 PY_DRIVER_SOURCE = REPO / "examples" / "python-driver"
 #: Ports on 127.0.0.1 (none of them Kubernetes' defaults, so another cluster may run).
 PORTS = {

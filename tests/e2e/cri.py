@@ -73,7 +73,9 @@ class Containerd:
         self.snapshotter = "overlayfs" if overlay_works(self.base) else "native"
         config = self.base / "config.toml"
         config.write_text(
-            config_toml(self.base, cdi_dir=self.cdi_dir, runc=runc, snapshotter=self.snapshotter),
+            config_toml(
+                self.base, cdi_dirs=[self.cdi_dir], runc=runc, snapshotter=self.snapshotter
+            ),
             encoding="utf-8",
         )
         env = {**os.environ, "PATH": f"{self.bin_dir}:{os.environ['PATH']}"}
