@@ -81,7 +81,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the checkout's package, whatever copy is installed
 
 import dra_metadata as dm  # noqa: E402 - after the path is set
-from dra_metadata import _cli, _env, _inventory, _select  # noqa: E402
+from dra_metadata import _cli, _env, _envtext, _inventory, _select  # noqa: E402
 
 SIZES = (10, 100, 1000, 10000)
 QUICK_SIZES = (10, 100, 1000)
@@ -164,7 +164,7 @@ def env_rest(root: str, entries: list[_select.MountedFile]) -> None:
     """What env does after the scan: the inventory, the variables and their text."""
     variables, problems = _env.collect(_inventory.from_entries(root, entries))
     assert not problems, problems
-    _env.render(variables)
+    _envtext.render(variables)
 
 
 #: Runs the command line's main() and then reports the process's own peak RSS
@@ -255,14 +255,14 @@ def ratio_checks(tmp: Path, rounds: int) -> dict[str, float]:
 _IMPORTS = (
     "import sys\n"
     f"sys.path.insert(0, {str(REPO)!r})\n"
-    "from dra_metadata import _cli, _env, _inventory, _select\n"
+    "from dra_metadata import _cli, _env, _envtext, _inventory, _select\n"
     "root = sys.argv[1] if len(sys.argv) > 1 else ''\n"
 )
-_REST = "_env.render(_env.collect(_inventory.from_entries(root, entries))[0])\n"
+_REST = "_envtext.render(_env.collect(_inventory.from_entries(root, entries))[0])\n"
 _WARM = (
     _IMPORTS
     + "warm = sys.argv[2]\n"
-    + "_env.render(_env.collect(_inventory.from_entries(warm, _select.scan(warm)))[0])\n"
+    + "_envtext.render(_env.collect(_inventory.from_entries(warm, _select.scan(warm)))[0])\n"
 )
 COUNTED = {
     "imports": _IMPORTS,

@@ -158,7 +158,7 @@ def test_env_streamed_in_blocks_prints_what_the_library_renders(
     """env over 600 claims (several 64 KiB blocks) prints exactly render(env_vars()), to the end."""
     _large_tree(tmp_path, 600)
     done = run_cli_bytes("env", "--root", str(tmp_path), "--format", output)
-    from dra_metadata._env import render
+    from dra_metadata._envtext import render
 
     expected, _ = render(dm.env_vars(root=tmp_path), output)  # type: ignore[arg-type]
     assert len(expected) > 3 * 65536

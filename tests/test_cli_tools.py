@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 import dra_metadata as dm
 from dra_metadata._claims import read_request
 from dra_metadata._cli._ls import row, table
-from dra_metadata._env import collect, render
+from dra_metadata._env import collect
+from dra_metadata._envtext import render
 from dra_metadata._standard import answer
 from dra_metadata.testing import MetadataTree
 from tests.conftest import REPO, SAMPLE_ROOT, run_cli_bytes

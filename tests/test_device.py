@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dra_metadata as dm
-from dra_metadata._env import env_name
+from dra_metadata._envtext import env_name
 from dra_metadata._standard import intersect, normal_pci_address
 from examples import make_topology_tree
 from tests.conftest import REPO, SAMPLE_ROOT

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import dra_metadata as dm
 from dra_metadata import _env
-from dra_metadata._env import dotenv_line, env_name, render, request_variables, snake_name
+from dra_metadata._env import request_variables
+from dra_metadata._envtext import dotenv_line, env_name, render, snake_name
 from dra_metadata.testing import MetadataTree
 from tests import strategies
 from tests.conftest import SAMPLE_ROOT

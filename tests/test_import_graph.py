@@ -182,6 +182,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "_errors",
             "_text",
+            "_envtext",
             "_versions",
             "_duration",
             "_log",

@@ -33,7 +33,8 @@ from hypothesis import strategies as st
 
 import dra_metadata as dm
 from dra_metadata._cli import main
-from dra_metadata._env import format_value, request_variables
+from dra_metadata._env import request_variables
+from dra_metadata._envtext import format_value
 from dra_metadata._mounted import MountedDevice
 from dra_metadata._standard import Answer, answer
 from dra_metadata._topology import build

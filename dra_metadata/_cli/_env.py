@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from .._env import DEFAULT_PREFIX, FORMATS, valid_prefix
+from .._env import DEFAULT_PREFIX
+from .._envtext import FORMATS, valid_prefix
 from .._errors import DRAMetadataError
 from . import (
     EXIT_OK,
@@ -97,7 +98,8 @@ def register(commands: Commands) -> None:
 
 
 def _env(args: argparse.Namespace) -> int:
-    from .._env import Renderer, collect_into, render
+    from .._env import collect_into
+    from .._envtext import Renderer, render
 
     inventory = selected_inventory(args)
     problems: list[DRAMetadataError] = []

@@ -80,7 +80,7 @@ def register(commands: Commands) -> None:
 def _get(args: argparse.Namespace) -> int:
     # Here, not at the top: --help and completion build every parser without them.
     from .._claims import read_request
-    from .._env import format_value
+    from .._envtext import format_value
     from .._errors import MalformedAttributeError
     from .._nearby import absent_attribute
     from .._paths import claim_label
