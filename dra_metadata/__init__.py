@@ -23,6 +23,7 @@ from __future__ import annotations
 # that step runs no Python code and cannot be interrupted. (datetime is imported by
 # msgspec anyway: this costs nothing.)
 import datetime  # noqa: F401 - first of all, see above
+import importlib
 from typing import TYPE_CHECKING
 
 from ._errors import (
@@ -271,8 +272,6 @@ _LAZY: dict[str, tuple[str, str]] = {
 
 def __getattr__(name: str) -> object:
     if name in _LAZY:
-        import importlib
-
         module, attribute = _LAZY[name]
         value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
         globals()[name] = value

@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 from typing import Literal, overload
 
+import msgspec.structs
+
 from ._model import DeviceMetadata, DeviceMetadataRequest, MergedDeviceMetadata
 from ._paths import RootArg, check_path, request_base, root_path
 from ._read import DEFAULT_MAX_SIZE, check_max_size
@@ -181,6 +183,5 @@ def _read(
         return single
     names = {r.name for r in md.requests}
     kept: tuple[DeviceMetadataRequest, ...] = tuple(r for r in single.requests if r.name in names)
-    import msgspec.structs
 
     return msgspec.structs.replace(single, requests=kept)

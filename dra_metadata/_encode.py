@@ -8,11 +8,14 @@ raw) followed by one newline.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any, Final
+
+import msgspec
 
 from ._model import DeviceMetadata
 from ._versions import API_VERSIONS
@@ -211,7 +214,6 @@ def wire_json(md: DeviceMetadata) -> Iterator[bytes]:
     Python cannot hold (``1e400``) as the file has it. Pieces are written one by
     one: deep nesting, indented, makes text quadratic in the depth.
     """
-    import msgspec
 
     raw_fields = any(entry.fields_v1 is not None for entry in md.metadata.managed_fields)
     if not raw_fields:
@@ -233,7 +235,6 @@ def wire_json(md: DeviceMetadata) -> Iterator[bytes]:
 
 def _wire_text(md: DeviceMetadata) -> Iterator[str]:
     """:func:`wire_json` as text, by :func:`json.dumps`, ``fieldsV1`` from its raw text."""
-    import json
 
     body = md.wire_body()
     entries = _raw_entries(body)
@@ -252,9 +253,6 @@ def _wire_text(md: DeviceMetadata) -> Iterator[str]:
 
 def _indented_raw(raw: str, indent: str) -> Iterator[str]:
     """``json.dumps(msgspec.json.decode(raw), indent=2)``, lines after the first indented."""
-    import json
-
-    import msgspec
 
     try:
         text = json.dumps(msgspec.json.decode(raw), indent=2, ensure_ascii=False)
@@ -271,10 +269,8 @@ def _render_deep(data: bytes, indent: str) -> Iterator[str]:
     a dict does); scalars are written as ``json.dumps`` writes what msgspec
     decodes them to, or as their raw text when msgspec cannot decode them.
     """
-    import json
 
-    import msgspec
-
+    # Go's decoder: only the exact path needs it
     from ._goscan import GoDecodeError, Node, read_value
 
     try:

@@ -771,6 +771,7 @@ def env_vars(
     >>> env["DRA_GPU_GPU_UUID"].split(",")[0]
     'GPU-8f6c2a4e-0b1d-4c55-9a1e-3d2b7c9e0f11'
     """
+    # the walk and the inventory: only where a root is read (not --help)
     from ._inventory import mounted
     from ._select import ask
 
@@ -785,6 +786,7 @@ def env_vars(
         driver=driver,
     )
     if profile is not None:
+        # the profiles load only when one is asked for
         from ._profiles import profile_names, profile_variables
 
         names = profile_names(profile)  # a misspelt name first, before any reading

@@ -115,6 +115,7 @@ def exclusive(fd: int, *, wait: float = WRITER_WAIT) -> bool:
 def release(fd: int) -> None:
     """Let go of the lock ``fd`` holds, if any: before closing it (its close wakes readers)."""
     if _SUPPORTED:
+        # fcntl: only where a lock is let go (a read that took none never needs it)
         import fcntl
 
         with contextlib.suppress(OSError):

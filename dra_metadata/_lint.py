@@ -55,8 +55,10 @@ from ._paths import (
     NODE_METADATA_SUBDIR,
     RESOURCE_CLAIM_TEMPLATES_SUBDIR,
     RESOURCE_CLAIMS_SUBDIR,
+    check_path,
     driver_of,
 )
+from ._read import _decode_fast, decode, from_wire, stream_bytes
 from ._standard import is_pcie_root, normal_pci_address, numa_of
 from ._values import wire_names
 from ._versions import GROUP, NEWEST
@@ -191,8 +193,6 @@ def lint(
     all; no other exception escapes, whatever the bytes. :class:`TypeError` when
     ``data`` is not bytes or str, or ``path`` not a ``str`` path (bytes included).
     """
-    from ._paths import check_path
-    from ._read import stream_bytes
 
     raw = stream_bytes(data, "lint()")
     if path is not None:
@@ -223,7 +223,6 @@ def _lint(
     raw: bytes, path: str | None, *, fast: bool, keep: bool
 ) -> tuple[DeviceMetadata | None, list[LintProblem]]:
     """The problems, and (``keep``) the object Go returns, held while the rest is read."""
-    from ._read import decode
 
     stream = _Stream()
     chosen = False  # whether the entry Go returns (the first decoded one) was seen
@@ -258,9 +257,9 @@ def _lint(
 
 def _entries(data: bytes, *, fast: bool = True) -> Iterator[_Entry]:
     """Every object of the stream, read as Go reads it; stops at the first unreadable one."""
+    # Go's decoder: only the exact path needs it
     from ._gojson import decode_node
     from ._goscan import GoDecodeError, next_value_start, read_value
-    from ._read import from_wire
 
     pos = 0
     index = 0
@@ -322,7 +321,6 @@ def _fast_entry(data: bytes, start: int, index: int) -> tuple[_Entry, int] | Non
     fire). Anything else is left to the exact path, which reads the entry as
     Go does.
     """
-    from ._read import _decode_fast
 
     following = data.find(b"\n{", start)
     end = len(data) if following < 0 else following
@@ -655,6 +653,7 @@ def _unknown(key: str, known: tuple[str, ...], where: str, problems: _Problems) 
 def _suggest(key: str, known: tuple[str, ...]) -> str | None:
     """The known field ``key`` likely meant (``pool_name`` -> ``poolName``): the one
     suggestion rule, written without separators, and strict (these are typos)."""
+    # only on the way to a message
     from ._text import closest
 
     return closest(key.replace("_", "").replace("-", ""), known, cutoff=0.8, prefix=False)

@@ -47,8 +47,12 @@ hang), ``ip`` gets a timeout, and a CPU list is kept as ranges, so
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import ipaddress
 import os
+import stat
+import time
 from collections.abc import Iterable, Mapping
 from typing import Final, Literal
 
@@ -56,8 +60,10 @@ import msgspec
 
 # At run time too: the public signatures name them (typing.get_type_hints(), help()).
 from ._inventory import Inventory
+from ._inventory import inventory as read_inventory
 from ._paths import RootArg
-from ._topology import TopologyDevice
+from ._standard import pci_address_of
+from ._topology import TopologyDevice, cpu_ids
 from ._variables import claim_variables
 
 __all__ = [
@@ -199,7 +205,6 @@ class CpuSet:
 
     def covers(self, other: CpuSet) -> bool:
         """Whether every CPU of ``other`` is in this set."""
-        import bisect
 
         for low, high in other.ranges:
             index = bisect.bisect_right(self.ranges, (low, 1 << 64)) - 1
@@ -246,7 +251,6 @@ _READ_LIMIT: Final = 1 << 20
 
 def _read(path: str) -> str | None:
     """A regular file's text (at most 1 MiB), opened without blocking; else ``None``."""
-    import stat
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
@@ -284,7 +288,6 @@ class IpQuery:
     """
 
     def __init__(self, ip: str = "ip", *, timeout: float = IP_TIMEOUT) -> None:
-        import time
 
         self.ip = ip
         self.timeout = timeout
@@ -319,9 +322,9 @@ class IpQuery:
         return self._answer
 
     def _collect(self) -> list[_Link] | str:
+        # only the live check's link listing waits on a socket
         import select
         import signal
-        import time
 
         chunks = []
         size = 0
@@ -407,14 +410,15 @@ def check_live(
     >>> print(report.problems[0])  # doctest: +ELLIPSIS
     examples/.../gpu.nvidia.com-metadata.json: gpu0 gpu-0: pci-device: expected 0000:18:00.0, ...
     """
-    from ._inventory import inventory as read_inventory
 
     inv = read_inventory(root) if inventory is None else inventory
     if not inv.exists:
+        # what is nearby: only on the way to a not-found message
         from ._nearby import not_found
 
         raise not_found(inv.root, kind=None, claim=None, request=None)
     if not inv.files:
+        # what is nearby: only on the way to a not-found message
         from ._nearby import nothing_mounted
 
         raise nothing_mounted(inv.root)
@@ -472,7 +476,6 @@ def check_live(
     query = ip if isinstance(ip, IpQuery) else None
     command = ip.ip if isinstance(ip, IpQuery) else ip
     cpuset_cache: list[tuple[CpuSet, str] | str] = []
-    from ._topology import cpu_ids
 
     for device in topo.devices:
         mounted = device.mounted
@@ -525,7 +528,6 @@ def check_live(
 def _pci(
     device: TopologyDevice, subject: str, path: str, sys_root: str, devices_dir: str
 ) -> Iterable[LiveFinding]:
-    from ._standard import pci_address_of
 
     found = pci_address_of(device.mounted.device)
     if found is None:
@@ -594,7 +596,6 @@ def _pci(
 def _same_ip(wanted: str, local: str, prefixlen: int) -> bool:
     if wanted in (f"{local}/{prefixlen}", local):  # the common case, without ipaddress
         return True
-    import ipaddress
 
     try:
         want = ipaddress.ip_interface(wanted)

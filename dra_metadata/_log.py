@@ -25,6 +25,7 @@ NAME: Final = "dra_metadata"
 
 def logger() -> logging.Logger:
     """The ``dra_metadata`` logger, with a ``NullHandler`` so that it stays quiet by default."""
+    # logging (a few ms): only when something is logged
     import logging
 
     log = logging.getLogger(NAME)

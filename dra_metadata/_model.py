@@ -215,10 +215,9 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **STRUCT_OPTION
     def attribute(self, name: str, default: AttributeValue | None = None) -> AttributeValue | None:
         """The value of attribute ``name`` in its own kind, or ``default``.
 
-        See :func:`~dra_metadata._standard.lookup` for how names resolve. A
-        standard question (``pciBusID``, ``numaNode``, ``numaNodes``, ``pcieRoot``,
-        ``pcieRoots``) gets the standard's answer, the one every door gives
-        (:func:`~dra_metadata._standard.standard_answer`): the PCI address in the
+        Names resolve as :meth:`find_attribute` says. A standard question
+        (``pciBusID``, ``numaNode``, ``numaNodes``, ``pcieRoot``, ``pcieRoots``)
+        gets the standard's answer, the one every door gives: the PCI address in the
         standard form, the physical NUMA node, ``default`` for a ``-1`` or for a
         value the standard does not define; :meth:`find_attribute` gives the entry
         as written. :meth:`require` says why there is no value.

@@ -67,6 +67,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final
 
 from ._errors import EnvError, MalformedAttributeError
+from ._standard import pci_address_of, standard_problem
 
 if TYPE_CHECKING:
     from ._inventory import Inventory
@@ -130,6 +131,7 @@ def _once(devices: list[TopologyDevice]) -> list[TopologyDevice]:
 
 
 def _ordered(devices: list[TopologyDevice]) -> tuple[list[TopologyDevice], bool]:
+    # the topology loads only when a profile places devices
     from ._topology import pci_sort_key
 
     if devices and all(device.pci_bus_id for device in devices):
@@ -235,8 +237,8 @@ def _nccl(topo: Topology) -> dict[str, str]:
 
 
 def _dpdk(topo: Topology) -> dict[str, str]:
+    # what is nearby: only on the way to a not-found message
     from ._nearby import tried_names
-    from ._standard import pci_address_of, standard_problem
 
     nics = _once(topo.nics)
     if not nics:
@@ -355,6 +357,7 @@ def _explained(topo: Topology, names: list[str], name: str, unbuilt: _Unbuilt) -
     ``run --profile P alone with --driver D`` when ``P`` does; else the plain
     fix, naming the other profiles asked that cannot be built here either.
     """
+    # the topology loads only when a profile places devices
     from ._topology import Topology
 
     drivers = {device.driver for device in topo.devices}

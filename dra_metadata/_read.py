@@ -45,6 +45,7 @@ import errno
 import os
 import re
 import stat
+from datetime import datetime
 from typing import Final
 
 import msgspec
@@ -247,7 +248,6 @@ def _is_canonical_time(stamp: str) -> bool:
     """A non-zero RFC 3339 UTC time with second precision, as Go re-encodes it."""
     if not re.fullmatch(_CANONICAL_TIME, stamp) or stamp.startswith("0001-01-01T00:00:00"):
         return False
-    from datetime import datetime
 
     try:
         datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")
@@ -584,6 +584,7 @@ def _merged(
     )
     conflicts = merged.conflicting_sources
     if conflicts:
+        # logging loads only when something is logged
         from ._log import logger
 
         logger().warning(

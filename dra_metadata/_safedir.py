@@ -518,6 +518,7 @@ def _open_dir_nofollow(parent: int, name: str, *, create: bool) -> int | None:
 
 def _attribute_flags(directory: int, name: str) -> int:
     """The inode flags (``chattr``) of the file ``name``, 0 where they cannot be read."""
+    # fcntl: only where a lock is let go (a read that took none never needs it)
     import fcntl
 
     try:
@@ -612,6 +613,7 @@ def _reserve(fd: int, size: int) -> None:
     """Reserve ``size`` bytes of room for ``fd`` without changing its size, where supported."""
     if size == 0:
         return
+    # ctypes (several ms): only to reserve a file's space
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)

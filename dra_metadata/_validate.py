@@ -23,8 +23,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import msgspec.structs
+from pydantic_core import SchemaValidator
 from pydantic_core import ValidationError as CoreValidationError
+from pydantic_core import core_schema as cs
 
+from . import _model as m
 from ._field_error import FieldError
 from ._formats import (
     DNS1123_LABEL_MAX_BYTES,
@@ -76,7 +79,6 @@ def _wire_fields(
     struct: type[msgspec.Struct], required: Iterable[str] = (), **schemas: CoreSchema
 ) -> CoreSchema:
     """A typed dict of ``struct``'s wire keys (unknown keys ignored), given by attribute."""
-    from pydantic_core import core_schema as cs
 
     keys = {field.name: field.encode_name for field in msgspec.structs.fields(struct)}
     tag = struct.__struct_config__.tag_field
@@ -96,10 +98,6 @@ def _wire_fields(
 
 def _build_acceptor() -> SchemaValidator:
     """The acceptor: the models' field types with every rule as a core constraint."""
-    from pydantic_core import SchemaValidator
-    from pydantic_core import core_schema as cs
-
-    from . import _model as m
 
     # A container stops at its first bad item: one failure is all the acceptor needs.
     list_of = partial(cs.list_schema, fail_fast=True)
@@ -291,6 +289,7 @@ def validate_wire(obj: Mapping[str, object]) -> list[FieldError]:
 
 def _validate_wire(obj: dict[str, Any]) -> list[FieldError]:
     """:func:`validate_wire` through the models, which find Go's errors (loads pydantic)."""
+    # the pydantic models: only a wire object's validation needs them
     from ._validate_models import wire_errors
 
     return wire_errors(obj)

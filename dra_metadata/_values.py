@@ -80,6 +80,7 @@ class VersionValue(str):
         Raises ``ValueError`` when the driver wrote something that is not semver;
         the Kubernetes API documents the format but does not enforce it.
         """
+        # semver: only when a version is parsed
         import semver
 
         return semver.Version.parse(self)

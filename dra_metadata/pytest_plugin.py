@@ -47,6 +47,7 @@ _ROOT_ENV = "DRA_METADATA_ROOT"
 @pytest.fixture
 def dra_metadata_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MetadataTree]:
     """A fresh metadata tree under ``tmp_path``, with ``DRA_METADATA_ROOT`` set to its root."""
+    # the testing kit loads only when a test asks for the fixture
     from .testing import MetadataTree
 
     with MetadataTree(tmp_path / "dra-device-attributes") as tree:
@@ -59,6 +60,7 @@ def dra_metadata_mounted_tree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[MountedMetadataTree]:
     """A tree seen through real read-only bind mounts; skips where mounting is refused."""
+    # the testing kit loads only when a test asks for the fixture
     from .testing import MountedMetadataTree, MountUnavailableError
 
     try:

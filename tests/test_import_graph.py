@@ -267,3 +267,54 @@ def test_the_docs_draw_the_layers_the_test_checks() -> None:
         )
         drawn.append((floor.strip(), frozenset(names)))
     assert drawn == [(floor, frozenset(names)) for floor, names in reversed(LAYERS)]
+
+
+def deferred_imports() -> Iterator[tuple[Path, ast.Import | ast.ImportFrom, list[str]]]:
+    """Every import made inside a function of the package, with its file's lines."""
+    for path, _ in modules().values():
+        lines = path.read_text(encoding="utf-8").splitlines()
+
+        def walk(node: ast.AST, inside: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+            for child in ast.iter_child_nodes(node):
+                if inside and isinstance(child, ast.Import | ast.ImportFrom):
+                    yield child
+                function = isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+                yield from walk(child, inside or function)
+
+        for found in walk(ast.parse("\n".join(lines)), False):
+            yield path, found, lines
+
+
+def says_why(node: ast.Import | ast.ImportFrom, lines: list[str]) -> bool:
+    """Whether a comment on the import's lines, or above its run of imports, gives a reason."""
+    if any("#" in lines[i] for i in range(node.lineno - 1, node.end_lineno or node.lineno)):
+        return True
+    above = node.lineno - 2
+    while above >= 0 and lines[above].strip().startswith(("import ", "from ")):
+        if "#" in lines[above]:
+            return True
+        above -= 1
+    return above >= 0 and lines[above].strip().startswith("#")
+
+
+def test_every_import_inside_a_function_says_why() -> None:
+    """An import is deferred only to keep a module off a path that does not need it, and
+    says which (a comment on its line or above its run of imports)."""
+    silent = [
+        f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}"
+        for path, node, lines in deferred_imports()
+        if not says_why(node, lines)
+    ]
+    assert silent == []
+
+
+def test_a_silent_deferred_import_is_caught() -> None:
+    """The check can fail: a bare import in a function says nothing."""
+    source = (
+        "def f():\n    import json\n\n\ndef g():\n    # json: only g needs it\n    import json\n"
+    )
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    first, second = (n for n in ast.walk(tree) if isinstance(n, ast.Import))
+    assert not says_why(first, lines)
+    assert says_why(second, lines)

@@ -41,6 +41,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, TypeAlias
 
+from .. import __version__
 from .._errors import (
     AttributeNotFoundError,
     DecodeError,
@@ -53,6 +54,7 @@ from .._errors import (
     NotMountedError,
     StaleMetadataError,
 )
+from .._paths import METADATA_FILE_SUFFIX, NODE_METADATA_FILE
 
 if TYPE_CHECKING:
     from .._inventory import Inventory
@@ -398,6 +400,7 @@ def selected_claim(
 
 def selected_question(args: argparse.Namespace) -> Question:
     """The question the selection options (``add_selection``) ask, names checked."""
+    # the walk and the inventory: only where a root is read (not --help)
     from .._select import ask
 
     kind, claim = selected_claim(args)
@@ -417,6 +420,7 @@ def selected_inventory(args: argparse.Namespace) -> Inventory:
     is missing or empty, a named claim, request or driver is not there, or a
     subrequest was not allocated.
     """
+    # the walk and the inventory: only where a root is read (not --help)
     from .._inventory import mounted
 
     return mounted(selected_question(args), getattr(args, "root", None))
@@ -430,7 +434,6 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str | MetadataNotFoundError]:
     order of their paths; symbolic links below it are not followed. A directory
     with none gives a :class:`~dra_metadata.MetadataNotFoundError` instead.
     """
-    from .._paths import METADATA_FILE_SUFFIX, NODE_METADATA_FILE
 
     for path in paths:
         if not os.path.isdir(path):
@@ -516,6 +519,7 @@ def json_text(text: str) -> str:
     """
     if text.isprintable() and "\\" not in text:
         return text
+    # only on the way to a message
     from .._text import escape_char
 
     return "".join(
@@ -614,7 +618,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=HelpFormatter,
     )
-    from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     add_root(parser, top=True)

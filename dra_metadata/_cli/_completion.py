@@ -16,7 +16,7 @@ import os
 from typing import Final
 
 from .._paths import default_root
-from . import Commands, add_command, write_stdout
+from . import Commands, add_command, build_parser, write_stdout
 
 __all__ = ["complete", "register"]
 
@@ -78,7 +78,6 @@ def _completion(args: argparse.Namespace) -> int:
 
 def complete(words: list[str]) -> list[str]:
     """What fits the last of ``words`` (the line after the program's name; the last is partial)."""
-    from . import build_parser
 
     *before, current = words or [""]
     parser = build_parser()

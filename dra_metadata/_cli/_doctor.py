@@ -13,6 +13,7 @@ from . import (
     add_format,
     add_root,
     fail,
+    selected_inventory,
     write_stdout,
     write_text,
 )
@@ -77,8 +78,8 @@ def register(commands: Commands) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> int:
+    # loaded when the command runs: --help and completion build every parser without it
     from .._live import IpQuery, check_live
-    from . import selected_inventory
 
     query = IpQuery(args.ip)  # runs while the metadata is read
     try:
@@ -95,10 +96,12 @@ def _doctor(args: argparse.Namespace) -> int:
         inventory=inv,
     )
     if args.format == "json":
+        # loaded when the command runs: --help and completion build every parser without it
         from ._topology import json_bytes
 
         write_stdout(json_bytes(report.to_dict()))
     else:
+        # only on the way to a message
         from .._text import one_line
 
         lines = [

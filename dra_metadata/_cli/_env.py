@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from .._env import DEFAULT_PREFIX
-from .._envtext import FORMATS, valid_prefix
-from .._errors import DRAMetadataError
+from .._env import DEFAULT_PREFIX, collect_into
+from .._envtext import FORMATS, Renderer, render, valid_prefix
+from .._errors import DRAMetadataError, EnvError
 from . import (
     EXIT_OK,
     Commands,
@@ -56,7 +56,7 @@ def _prefix(text: str) -> str:
 
 def _profiles(text: str) -> list[str]:
     """The profiles one ``--profile`` names (``cuda,nccl``); an unknown one is a usage error."""
-    from .._errors import EnvError
+    # loaded when the command runs: --help and completion build every parser without it
     from .._profiles import profile_names
 
     try:
@@ -98,12 +98,11 @@ def register(commands: Commands) -> None:
 
 
 def _env(args: argparse.Namespace) -> int:
-    from .._env import collect_into
-    from .._envtext import Renderer, render
 
     inventory = selected_inventory(args)
     problems: list[DRAMetadataError] = []
     if args.profile:
+        # loaded when the command runs: --help and completion build every parser without it
         from .._profiles import profile_variables
 
         data, refused = render(profile_variables(inventory, args.profile), args.format)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Final
+
+import msgspec
 
 from . import (
     EXIT_FALSE,
@@ -127,8 +130,6 @@ def _get(args: argparse.Namespace) -> int:
         if held:  # the base request answers what was allocated: say which, as show and env do
             fail(f"note: request {args.request!r} was allocated as {', '.join(held)}")
     if args.format == "json":
-        import msgspec
-
         write_stdout(msgspec.json.encode(values) + b"\n")
         return EXIT_OK
     end = "\0" if args.format == "null" else "\n"
@@ -151,7 +152,6 @@ def _get(args: argparse.Namespace) -> int:
 
 def _to_terminal() -> bool:
     """Whether stdout is a terminal: values are escaped there, and raw on a pipe or file."""
-    import sys
 
     try:
         return sys.stdout is not None and sys.stdout.isatty()

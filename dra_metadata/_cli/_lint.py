@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from .._errors import DecodeError
+from .._read import read_bytes, read_found
 from . import Commands, add_command, add_files, check_each, mounted_files
 
 if TYPE_CHECKING:
@@ -36,8 +37,8 @@ def register(commands: Commands) -> None:
 
 def _lint(args: argparse.Namespace) -> int:
     """Lint every file; the exit code is the highest any file earned."""
+    # loaded when the command runs: --help and completion build every parser without it
     from .._lint import lint
-    from .._read import read_bytes, read_found
 
     named = set(args.files)
     paths, worst = (args.files, 0) if args.files else mounted_files(args)

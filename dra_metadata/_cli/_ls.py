@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Final
 
+import msgspec
+
+from .._errors import MetadataNotFoundError
 from .._text import one_line
 from . import (
     EXIT_OK,
@@ -66,7 +69,6 @@ def register(commands: Commands) -> None:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from .._errors import MetadataNotFoundError
 
     try:
         inv = selected_inventory(args)
@@ -84,8 +86,6 @@ def _ls(args: argparse.Namespace) -> int:
 
 def _write_rows(rows: list[dict[str, object]], form: str) -> None:
     if form == "json":
-        import msgspec
-
         write_stdout(msgspec.json.format(msgspec.json.encode(rows), indent=2) + b"\n")
     else:
         write_stdout(table(rows).encode("utf-8"))

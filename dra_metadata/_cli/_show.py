@@ -9,6 +9,11 @@ from .._model import DeviceMetadata, MergedDeviceMetadata
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+import json
+
+import msgspec
+
+from .._model import ObjectMeta
 from . import (
     EXIT_OK,
     Commands,
@@ -56,6 +61,7 @@ def register(commands: Commands) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
+    # loaded when the command runs: --help and completion build every parser without it
     from .._claims import read_resource_claim, read_resource_claim_template
 
     if args.claim is not None:
@@ -92,12 +98,9 @@ def with_identity(md: MergedDeviceMetadata) -> Iterator[bytes]:
     driver's. When the files disagree on the claim, ``metadata`` is empty and
     ``disagreement`` says on what.
     """
-    import json
 
-    import msgspec
-
+    # loaded when the command runs: --help and completion build every parser without it
     from .._encode import wire_json
-    from .._model import ObjectMeta
 
     disagreement = md.disagreement()
     extra: dict[str, object] = {"generations": md.generations}

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Final
 
+import msgspec
+
+from .._standard import DEVICE_KINDS
 from . import (
     EXIT_OK,
     Commands,
@@ -14,6 +18,7 @@ from . import (
     exit_code_for,
     fail,
     selected_inventory,
+    terminal_width,
     write_stdout,
 )
 
@@ -55,7 +60,6 @@ decode is reported on stderr (its devices are left out) and exits 65.
 
 def _kind(text: str) -> tuple[str, str]:
     driver, sep, kind = text.rpartition("=")
-    from .._standard import DEVICE_KINDS
 
     if not sep or not driver or kind not in DEVICE_KINDS:
         raise argparse.ArgumentTypeError(
@@ -103,7 +107,6 @@ def _utf8(value: object) -> object:
 
 def json_bytes(value: object) -> bytes:
     """``value`` as indented JSON and a newline, names that are not UTF-8 escaped."""
-    import msgspec
 
     return msgspec.json.format(msgspec.json.encode(_utf8(value)), indent=2) + b"\n"
 
@@ -114,9 +117,6 @@ def output_width() -> int:
     A pipe, a file or ``kubectl logs`` gets every line whole, whatever
     ``$COLUMNS`` says; on a terminal, lines longer than it end in ``…``.
     """
-    import sys
-
-    from . import terminal_width
 
     try:
         terminal = sys.stdout is not None and sys.stdout.isatty()
@@ -127,7 +127,6 @@ def output_width() -> int:
 
 def _indented(value: object, depth: int) -> bytes:
     """``value`` as JSON indented as :func:`json_bytes` would at ``depth`` levels in."""
-    import msgspec
 
     text = msgspec.json.format(msgspec.json.encode(value), indent=2)
     return text.replace(b"\n", b"\n" + b"  " * depth)  # JSON text holds no raw newline
@@ -141,6 +140,7 @@ def write_json(topo: Topology) -> None:
     :data:`~dra_metadata._topology.ROWS_KEPT` placement classes only.
     Labels and levels are ASCII, so rows skip the UTF-8 walk.
     """
+    # loaded when the command runs: --help and completion build every parser without it
     from .._topology import ROWS_KEPT
 
     head = topo._head()
@@ -184,6 +184,7 @@ def write_json(topo: Topology) -> None:
 
 
 def _topology(args: argparse.Namespace) -> int:
+    # loaded when the command runs: --help and completion build every parser without it
     from .._inventory import Inventory
     from .._topology import build
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .._field_error import FieldError
+from .._read import decode_file, read_bytes, read_found
 from . import Commands, add_command, add_files, check_each, mounted_files
 
 __all__ = ["register"]
@@ -28,8 +29,8 @@ def register(commands: Commands) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     """Validate every file; the exit code is the highest any file earned."""
+    # loaded when the command runs: --help and completion build every parser without it
     from .. import validate
-    from .._read import decode_file, read_bytes, read_found
 
     named = set(args.files)
     paths, worst = (args.files, 0) if args.files else mounted_files(args)

@@ -8,11 +8,15 @@ out. Both follow the request's files as :func:`dra_metadata.watch` does.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import time
 from typing import TYPE_CHECKING, Final
 
 from .._duration import DURATION_HELP
+from .._duration import parse_duration as parse
+from .._paths import request_dir, root_path
 from . import (
     EXIT_FALSE,
     EXIT_OK,
@@ -128,7 +132,6 @@ def parse_duration(text: str) -> float:
     >>> [parse_duration(t) for t in ("30s", "500ms", "1m30s", "1.5", "0")]
     [30.0, 0.5, 90.0, 1.5, 0.0]
     """
-    from .._duration import parse_duration as parse
 
     try:
         return parse(text)
@@ -156,7 +159,6 @@ def event_line(event: WatchEvent) -> str:
     wire text, never turned into Python objects: Go accepts 10,000 levels of
     nesting, which Python's recursion limit does not.
     """
-    import json
 
     record: dict[str, object] = {
         "event": event.kind.value,
@@ -185,7 +187,7 @@ def event_line(event: WatchEvent) -> str:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from .._paths import root_path
+    # loaded when the command runs: --help and completion build every parser without it
     from .._watch import watch
     from .._watch._api import unmounted_selection
 
@@ -198,8 +200,8 @@ def _watch(args: argparse.Namespace) -> int:
     )
     if problem is not None:
         raise problem  # inside a container: nothing can ever arrive
+    # loaded when the command runs: --help and completion build every parser without it
     from .._nearby import subdir_of
-    from .._paths import request_dir
 
     kind, claim = selected_claim(args)
     assert kind is not None, "the parser requires --claim or --template-claim"
@@ -226,8 +228,8 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def _wait(args: argparse.Namespace) -> int:
-    import time
 
+    # loaded when the command runs: --help and completion build every parser without it
     from .._watch import WaitTimeoutError, has_attribute, has_generation, has_network_data, wait_for
     from .._watch._conditions import all_of
 
@@ -274,8 +276,8 @@ def _wait(args: argparse.Namespace) -> int:
 
 def _nothing_there(args: argparse.Namespace) -> str:
     """What is nearby when the request is not there at all, and the likely fix."""
+    # loaded when the command runs: --help and completion build every parser without it
     from .._nearby import not_found
-    from .._paths import root_path
 
     kind, claim = selected_claim(args)
     missing = not_found(

@@ -214,6 +214,7 @@ def _same(host_path: str, mine: str) -> bool:
 
 
 def _log_kept(call: Call, path: str, host_path: str) -> None:
+    # logging loads only when something is logged
     from .._log import logger
 
     logger().warning(

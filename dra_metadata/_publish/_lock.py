@@ -124,6 +124,7 @@ class ClaimLock:
             raise self._dir.failure(err, self.name) from err
 
     def _clear(self) -> None:
+        # logging loads only when something is logged
         from .._log import logger
 
         if self._dir.clear(self.name, self._belongs):

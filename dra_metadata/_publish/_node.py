@@ -142,6 +142,7 @@ class NodeFiles:
         """
         recorded = state.requests.get(base)
         if recorded is None and state.problem is not None:
+            # logging loads only when something is logged
             from .._log import logger
 
             logger().warning(

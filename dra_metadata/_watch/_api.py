@@ -11,6 +11,7 @@ thread and calls handlers.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import AsyncGenerator, Callable, Generator
 from typing import TYPE_CHECKING, Literal, Self, TypeVar
 
@@ -139,6 +140,7 @@ def unmounted(target: Target) -> NotMountedError | None:
     a request directory with no mounted file under it stays empty for good. On
     a plain directory tree (no such mounts) anything may still appear.
     """
+    # /proc/self/mountinfo: only to say why nothing is mounted
     from .._mounts import metadata_mounts
 
     claims_dir, base = os.path.split(target.directory)
@@ -152,6 +154,7 @@ def unmounted(target: Target) -> NotMountedError | None:
         mounted = [path for path in mounted if os.path.basename(path) == target.file_name]
     if mounted:
         return None
+    # what is nearby: only on the way to a not-found message
     from .._nearby import not_found
 
     kind: Literal["claim", "template"] = (
@@ -368,7 +371,6 @@ class MetadataWatcher:
         max_size: int = DEFAULT_MAX_SIZE,
         backend: Backend = "auto",
     ) -> None:
-        import threading
 
         self._plan = plan(
             claim,
@@ -424,7 +426,6 @@ class MetadataWatcher:
 
     def start(self) -> MetadataWatcher:
         """Start watching in a daemon thread; returns ``self``."""
-        import threading
 
         if self._thread is not None:
             raise RuntimeError("this watcher was started already")
@@ -438,7 +439,6 @@ class MetadataWatcher:
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop watching; wait up to ``timeout`` seconds for the thread to end."""
-        import threading
 
         self._stop.set()
         thread = self._thread

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Final
 
 from .._errors import DRAMetadataError
-from .._model import DeviceMetadata, MergedDeviceMetadata, NetworkDeviceData
+from .._model import NETWORK_FIELDS, DeviceMetadata, MergedDeviceMetadata, NetworkDeviceData
 from .._standard import has_answer
 
 __all__ = [
@@ -177,7 +177,7 @@ def has_attribute(name: str) -> Callable[[DeviceMetadata], bool]:
 
 def _network_hint(name: str) -> str:
     """What to say when ``name`` looks like a network data field, which no attribute holds."""
-    from .._model import NETWORK_FIELDS
+    # only on the way to a message
     from .._text import closest
 
     field = name if name in NETWORK_FIELDS else closest(name, NETWORK_FIELDS)

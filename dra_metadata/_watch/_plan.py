@@ -46,6 +46,7 @@ DEFAULT_RESCAN_INTERVAL: Final = 2.0
 
 def logger() -> logging.Logger:
     """The ``dra_metadata`` logger (:mod:`..._log`), imported when there is something to say."""
+    # logging loads only when something is logged
     from .._log import logger as package_logger
 
     return package_logger()

@@ -137,6 +137,7 @@ def iterate(run: Run) -> Generator[WatchEvent, None, None]:
 
 async def aiterate(run: Run) -> AsyncGenerator[WatchEvent, None]:
     """The asyncio driver: the loop watches the descriptor; a timer covers the timeouts."""
+    # asyncio (~10 ms): only awatch() needs it
     import asyncio
 
     loop = asyncio.get_running_loop()

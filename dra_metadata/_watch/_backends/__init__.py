@@ -58,11 +58,13 @@ def open_notifier(backend: Backend) -> Notifier:
     exception of the backend's own escapes.
     """
     if backend == "polling":
+        # a backend loads only when it is chosen
         from .polling import PollingNotifier
 
         return PollingNotifier()
     inotify_problem = "not tried"
     if backend in ("auto", "inotify"):
+        # a backend loads only when it is chosen
         from .inotify import Inotify, InotifyUnavailableError
 
         try:
@@ -71,6 +73,7 @@ def open_notifier(backend: Backend) -> Notifier:
             if backend == "inotify":
                 raise BackendError(f"cannot watch with inotify: {one_line_reason(err)}") from None
             inotify_problem = one_line_reason(err)
+    # watchfiles: only this backend, and only when it is chosen
     from .watchfiles import WatchfilesNotifier
 
     try:
@@ -83,7 +86,10 @@ def open_notifier(backend: Backend) -> Notifier:
 
 def polling_fallback(why: str) -> Notifier:
     """A polling notifier for ``"auto"``, once the others failed; ``why`` goes to the log."""
+    # logging loads only when something is logged
     from ..._log import logger
+
+    # a backend loads only when it is chosen
     from .polling import INTERVAL, PollingNotifier
 
     logger().info(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Final
@@ -37,9 +38,9 @@ class WatchfilesNotifier:
     """
 
     def __init__(self) -> None:
-        import threading
 
         try:
+            # watchfiles: only this backend, and only when it is chosen
             import watchfiles
             from watchfiles._rust_notify import RustNotify
 
