@@ -71,7 +71,6 @@ def encode(md: DeviceMetadata, versions: Iterable[str] = DEFAULT_VERSIONS) -> by
     for version in chosen:
         if not isinstance(version, str) or not re.fullmatch(_VERSION_SHAPE, version):
             raise ValueError(f"not an apiVersion: {version!r}")
-    import json  # the encoder is not needed to read metadata
 
     body, entries = _wire_for_encoding(md)
 

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 import msgspec
 import msgspec.structs
 
+from ._errors import AttributeNotFoundError, DecodeError, MalformedAttributeError
 from ._standard import (
     QUESTIONS,
     DeviceKind,
@@ -258,8 +259,7 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **STRUCT_OPTION
                 return value
         elif found.value is not None:
             return found.value
-        from ._errors import AttributeNotFoundError, MalformedAttributeError  # on the way out
-        from ._text import did_you_mean
+        from ._text import did_you_mean  # on the way to an error only
 
         if found is not None and found.malformed:
             raise MalformedAttributeError(found.why)
@@ -397,8 +397,6 @@ class DeviceMetadata(
         object; for a merged read it equals Go's merged object. A raw
         ``fieldsV1`` nested deeper than Python can hold raises :class:`DecodeError`.
         """
-        from ._errors import DecodeError  # _errors names this module's types: no cycle at import
-
         body = self.wire_body()
         for index, entry in enumerate(body["metadata"].get("managedFields", ())):
             if "fieldsV1" in entry:

@@ -54,7 +54,7 @@ from ._standard import (
     numa_of,
     standard_problem,
 )
-from ._text import one_line
+from ._text import did_you_mean, one_line
 from ._values import int_values
 
 __all__ = [
@@ -406,8 +406,6 @@ def _physical_tie(me: TopologyDevice, other: TopologyDevice) -> int:
 
 def _unknown(what: str, value: object, known: Iterable[str], where: str) -> str:
     """The message for a ``what`` that is none of ``known``, with the closest one."""
-    from ._text import did_you_mean  # on the way to an error
-
     names = list(known)
     return f"{where}: {what} {value!r} is not one of {', '.join(names)}" + did_you_mean(
         str(value), names
