@@ -18,6 +18,7 @@ the command that does.
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from typing import Final, Literal
 
@@ -263,6 +264,4 @@ def _not_ours(directory: SafeDir, name: str) -> PublishError:
 
 
 def _quote(path: str) -> str:
-    import shlex  # only for an error's message
-
     return shlex.quote(path)
