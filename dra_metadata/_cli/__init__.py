@@ -758,7 +758,7 @@ def reserve_standard_streams() -> None:
                 os.close(null)
     if sys.stdout is None:
         # argparse prints --help and --version to stderr when stdout is None.
-        from ._closed import ClosedStdout
+        from ._closed import ClosedStdout  # only when started with stdout closed
 
         sys.stdout = ClosedStdout()
 

@@ -8,6 +8,10 @@ from typing import Final
 
 import msgspec
 
+from .._errors import MalformedAttributeError
+from .._paths import claim_label
+from .._standard import answer, standard_name
+from .._values import NETWORK_FIELDS
 from . import (
     EXIT_FALSE,
     EXIT_OK,
@@ -84,11 +88,7 @@ def _get(args: argparse.Namespace) -> int:
     # Here, not at the top: --help and completion build every parser without them.
     from .._claims import read_request
     from .._envtext import format_value
-    from .._errors import MalformedAttributeError
     from .._nearby import absent_attribute
-    from .._paths import claim_label
-    from .._standard import answer, standard_name
-    from .._values import NETWORK_FIELDS
 
     kind, claim = selected_claim(args)
     assert kind is not None, "the parser requires --claim or --template-claim"
@@ -143,7 +143,8 @@ def _get(args: argparse.Namespace) -> int:
                 )
                 return EXIT_UNDECODABLE
     if _to_terminal() and not all(text.isprintable() for text in texts):
-        from .._text import one_line  # ESC, OSC, newlines: shown, never obeyed
+        # only for a value a terminal would obey (ESC, OSC, newlines): shown, never obeyed
+        from .._text import one_line
 
         texts = [one_line(text) for text in texts]
     write_stdout("".join(text + end for text in texts).encode("utf-8", "surrogateescape"))
