@@ -46,6 +46,7 @@ from devtools.cluster.settings import (
     PY_DRIVER_SOURCE,
     REPO,
     RUN_CDI,
+    UPSTREAM_DRIVERS,
     ClusterError,
     log,
     run,
@@ -416,6 +417,7 @@ class Cluster:
 
     def start_drivers(self) -> None:
         self.kubectl("apply", "-f", str(REPO / "examples" / "cluster" / "device-classes.yaml"))
+        self.kubectl("apply", "-f", str(REPO / "examples" / "cluster" / "upstream-classes.yaml"))
         self.kubectl("apply", "-f", str(PY_DRIVER_SOURCE / "device-class.yaml"))
         for driver in DRIVERS:
             self.start_driver(driver)
@@ -436,6 +438,16 @@ class Cluster:
                 "--test-pause-file", self.py_driver_pause,
             ]  # fmt: skip
             env = {"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+        elif driver in UPSTREAM_DRIVERS:  # no CDI directory for its metadata specs: /var/run/cdi
+            self.plugin_dir(driver).mkdir(parents=True, exist_ok=True)  # its socket's, not made
+            command = [
+                self.bin_dir / "dra-test-driver", "--drivername", driver,
+                "--kubeconfig", self.state / "driver.kubeconfig",
+                "kubelet-plugin", "--node-name", NODE, "--num-devices", str(DRIVERS[driver]),
+                "--datadir", self.kubelet_root / "plugins",
+                "--plugin-registration-path", registry,
+                "--cdi-dir", RUN_CDI, "--enable-device-metadata",
+            ]  # fmt: skip
         else:
             command = [
                 self.bin_dir / "dra-example-driver", "--driver", driver, "--node", NODE,

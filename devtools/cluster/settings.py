@@ -26,7 +26,17 @@ BASE_IMAGE = "localhost/dra-metadata-cluster-base:bookworm"
 #: The node's name (its address type Hostname resolves to loopback).
 NODE = "localhost"
 #: The drivers ``up`` starts, in order, and how many devices each one publishes.
-DRIVERS = {"gpu.example.com": 4, "nic.example.com": 2, "py.example.com": 4}
+DRIVERS = {
+    "gpu.example.com": 4,
+    "nic.example.com": 2,
+    "py.example.com": 4,
+    "a.upstream.example.com": 2,
+    "b.upstream.example.com": 1,
+}
+#: Kubernetes' own e2e test driver (test/e2e/dra/test-driver), run as two drivers with
+#: ``--enable-device-metadata``: two devices for one, one for the other, so that a
+#: request of three served by the class that selects either takes a device of each.
+UPSTREAM_DRIVERS = ("a.upstream.example.com", "b.upstream.example.com")
 #: The Python example driver (examples/python-driver), and where it waits when told to
 #: (a test kills it there, in the middle of a prepare).
 PY_DRIVER = "py.example.com"
@@ -58,6 +68,8 @@ COMPONENTS = (
     "gpu.example.com",
     "nic.example.com",
     "py.example.com",
+    "a.upstream.example.com",
+    "b.upstream.example.com",
 )
 
 
