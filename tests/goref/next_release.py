@@ -81,6 +81,9 @@ _ALPHA_IN_PINNED = re.compile(r"metadata\..*|.*\.attributes\[.*\]\.strings\[\d+\
 
 #: What Go quoted inside an error text: a string (``%q``) or a character (``'\u0897'``).
 _GO_QUOTED = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\[^']+)'""")
+#: The object apimachinery prints as it read it (``%s``, not ``%q``), in the error of a
+#: missing ``kind`` or ``apiVersion``: its bytes as written, by both releases.
+_RAW_OBJECT = re.compile(r"is missing in '.*'\Z", re.DOTALL)
 
 
 def _escape(code: int) -> str:
@@ -121,8 +124,11 @@ class Rewriter:
             out = out.replace(_SCHEME_NEXT, _SCHEME_PINNED)
             self.seen["scheme"] += 1
         if self._table and any(ord(char) in self.newly_printable for char in out):
-            # Only what Go quoted: a key in a field path is printed raw by both releases.
-            escaped = _GO_QUOTED.sub(self._quoted, out)
+            # Only what Go quoted: a key in a field path, and an object printed as it was
+            # read, are printed raw by both releases.
+            raw = _RAW_OBJECT.search(out)
+            cut = len(out) if raw is None else raw.start()
+            escaped = _GO_QUOTED.sub(self._quoted, out[:cut]) + out[cut:]
             if escaped != out:
                 out = escaped
                 self.seen["unicode"] += 1

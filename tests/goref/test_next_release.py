@@ -80,6 +80,9 @@ def test_only_the_listed_differences_are_rewritten() -> None:
     assert quoted["quoted"] == ['"\\u0897"', '"\u0898"']
     syntax = rewriter("decode", _decode_answer("invalid character '\u0897' looking", [], "beta"))
     assert syntax["error"] == "invalid character '\\u0897' looking"
+    missing = 'decode v1beta1: Object \'Kind\' is missing in \'{"labels":{"0":"\u0897"}}\''
+    raw = rewriter("decode", _decode_answer(missing, [], "beta"))
+    assert raw["error"] == missing  # the object as read (%s): raw in both releases
 
 
 def test_anything_else_is_left_as_go_answered() -> None:
