@@ -81,7 +81,7 @@ from ._values import (
 __all__ = [
     "DEVICE_KINDS",
     "DRIVER_KINDS",
-    "LISTQUESTIONS",
+    "LIST_QUESTIONS",
     "NUMA_ATTRIBUTES",
     "PCIE_ROOT_ATTRIBUTE",
     "PCI_BUS_ID_ATTRIBUTES",
@@ -193,7 +193,7 @@ NUMA_ATTRIBUTES: "Final[tuple[str, ...]]" = (
 PCIE_ROOT_ATTRIBUTE: Final = _STANDARD + "pcieRoot"
 #: Names ``get`` and :meth:`Device.require` answer from the model, beside the
 #: standard attributes: every NUMA node, every PCIe root.
-LISTQUESTIONS: "Final[dict[str, str]]" = {"numaNodes": "numaNode", "pcieRoots": "pcieRoot"}
+LIST_QUESTIONS: "Final[dict[str, str]]" = {"numaNodes": "numaNode", "pcieRoots": "pcieRoot"}
 
 
 def _split(names: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
@@ -276,7 +276,7 @@ def known_names(device: DeviceLike) -> "list[str]":
     for local in STANDARD_ALIASES:
         if lookup(device, local) is not None:
             names.setdefault(local)
-            for list_name, standard in LISTQUESTIONS.items():
+            for list_name, standard in LIST_QUESTIONS.items():
                 if standard == local:
                     names.setdefault(list_name)
     return list(names)
@@ -288,7 +288,7 @@ def standard_name(name: str) -> "str | None":
     domain, sep, local = name.rpartition(DOMAIN_SEPARATOR)
     if sep and domain != STANDARD_DOMAIN:
         return None
-    local = LISTQUESTIONS.get(local, local)
+    local = LIST_QUESTIONS.get(local, local)
     return local if local in _ALIASES else None
 
 
@@ -347,7 +347,7 @@ _NO_ANSWER: Final = Answer()
 _STD_PCI: Final = _STANDARD + "pciBusID"
 #: Every name :func:`standard_answer` answers: the doors' quick test.
 QUESTIONS: Final = frozenset(
-    name for local in (*STANDARD_ALIASES, *LISTQUESTIONS) for name in (local, _STANDARD + local)
+    name for local in (*STANDARD_ALIASES, *LIST_QUESTIONS) for name in (local, _STANDARD + local)
 )
 
 
@@ -374,7 +374,7 @@ def standard_answer(device: DeviceLike, name: str) -> "Answer | None":
     standard = standard_name(name)
     assert standard is not None
     asked = standard_asked(name, standard)  # numaNodes asks numaNode
-    whole = name.rpartition(DOMAIN_SEPARATOR)[2] in LISTQUESTIONS
+    whole = name.rpartition(DOMAIN_SEPARATOR)[2] in LIST_QUESTIONS
     if standard == "pciBusID":
         found = pci_address_of(device, asked)
         if found is None:
