@@ -38,7 +38,6 @@ from ._errors import AttributeNotFoundError, DecodeError, MalformedAttributeErro
 from ._standard import (
     QUESTIONS,
     DeviceKind,
-    answer,
     device_kind,
     known_names,
     lookup,
@@ -252,7 +251,7 @@ class Device(msgspec.Struct, rename="camel", omit_defaults=True, **STRUCT_OPTION
         ...     print(err)
         device gpu.example.com/p/gpu-0 has no attribute 'uuuid'; did you mean 'uuid'?
         """
-        found = answer(self, name) if name in QUESTIONS else None
+        found = standard_answer(self, name)  # None: no standard question
         if found is None:
             value = self.attribute(name)
             if value is not None:
