@@ -193,17 +193,23 @@ def started(
     return run, wait_pod(cluster, pod_name, namespace)
 
 
-def test_a_claims_file(cluster: Cluster, scenario: Start, tmp_path: Path) -> None:
-    """dra.go "metadata", a ResourceClaim: the file at resourceclaims/<claim>/<request>."""
-    ns = "upstream-claim"
-    objects = [
+def one_claim_one_reader(claim: str, requests: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    """upstream's ``b.ExternalClaim()`` with ``b.PodExternal``: the claim, and pod ``tester-1``
+    whose container ``with-resource`` is given the whole claim and reads ``my-request``."""
+    return [
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-         "metadata": {"name": "external-claim"}, "spec": claim_spec([("my-request", A, 1)])},
-        pod("tester-1", [{"name": "resource-claim", "resourceClaimName": "external-claim"}], [
-            container("with-resource", "external-claim", "claim", ["my-request"],
+         "metadata": {"name": claim}, "spec": claim_spec(requests)},
+        pod("tester-1", [{"name": "resource-claim", "resourceClaimName": claim}], [
+            container("with-resource", claim, "claim", ["my-request"],
                       [{"name": "resource-claim"}]),
         ]),
     ]  # fmt: skip
+
+
+def test_a_claims_file(cluster: Cluster, scenario: Start, tmp_path: Path) -> None:
+    """dra.go "metadata", a ResourceClaim: the file at resourceclaims/<claim>/<request>."""
+    ns = "upstream-claim"
+    objects = one_claim_one_reader("external-claim", [("my-request", A, 1)])
     run, _ = started(cluster, scenario, tmp_path, ns, objects, "tester-1")
     claim = run.claims.allocated("external-claim")
     seen = read(cluster, "tester-1", ns, "with-resource")
@@ -269,16 +275,7 @@ def test_one_request_two_drivers(cluster: Cluster, scenario: Start, tmp_path: Pa
     """dra.go "metadata", two drivers: a request the class that selects either fills with
     a device of each; each driver writes its own file, holding its own device."""
     ns = "upstream-drivers"
-    objects = [
-        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-         "metadata": {"name": "multi-driver-claim"},
-         "spec": claim_spec([("my-request", EITHER, 3)])},
-        pod("tester-1",
-            [{"name": "resource-claim", "resourceClaimName": "multi-driver-claim"}], [
-            container("with-resource", "multi-driver-claim", "claim", ["my-request"],
-                      [{"name": "resource-claim"}]),
-        ]),
-    ]  # fmt: skip
+    objects = one_claim_one_reader("multi-driver-claim", [("my-request", EITHER, 3)])
     run, _ = started(cluster, scenario, tmp_path, ns, objects, "tester-1")
     claim = run.claims.allocated("multi-driver-claim")
     seen = read(cluster, "tester-1", ns, "with-resource")
