@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from devtools.cluster import deploy
 from devtools.cluster.config import credentials, write_kubelet_config
 from devtools.cluster.machine import (
     CGROUP_NAMES,
@@ -136,15 +137,15 @@ class Cluster:
             body: bytes = answer.read()
         return body.decode()
 
-    def kubectl(self, *args: str, timeout: float = 120) -> str:
-        """kubectl as the admin; its stdout."""
+    def kubectl(self, *args: str, timeout: float = 120, feed: str | None = None) -> str:
+        """kubectl as the admin (``feed``: its stdin); its stdout."""
         command: list[str | Path] = [
             self.bin_dir / "kubectl",
             "--kubeconfig",
             self.kubeconfig,
             *args,
         ]
-        return run(command, timeout=timeout)
+        return run(command, timeout=timeout, feed=feed)
 
     # up
     def up(self, *, build_image: bool = True) -> None:
@@ -235,19 +236,29 @@ class Cluster:
         return {**os.environ, "CONTAINERS_CONF": str(conf)}
 
     def build_image(self) -> None:
-        """This checkout's image, on a Debian base made once, tagged as IMAGE in podman."""
+        """This checkout's image (tagged IMAGE) and the Python example driver's (the tag
+        its DaemonSet names), on a Debian base made once, in podman."""
         began = time.monotonic()
         env = self.podman_env()
+        exists = subprocess.run(["podman", "image", "exists", BASE_IMAGE], env=env, check=False)
+        if exists.returncode != 0:
+            make_base_image(BASE_IMAGE, self.state, env)
+        images = self.state / "podman-images"
         given = os.environ.get("DRA_METADATA_E2E_IMAGE")
         if given:
             run(["podman", "tag", given, IMAGE], env=env)
         else:
-            exists = subprocess.run(["podman", "image", "exists", BASE_IMAGE], env=env, check=False)
-            if exists.returncode != 0:
-                make_base_image(BASE_IMAGE, self.state, env)
             run([REPO / "scripts" / "build-image", "--base", BASE_IMAGE, "--tag", IMAGE], env=env)
-        (self.state / "podman-images").write_text(IMAGE + "\n")
+        images.write_text(IMAGE + "\n")
         self.times["image (s)"] = time.monotonic() - began
+        began = time.monotonic()
+        built = self.bin_dir / "python-driver"  # build-cluster's venv and stubs
+        run([PY_DRIVER_SOURCE / "build-image", "--base", BASE_IMAGE, "--tag", deploy.image(),
+             "--stubs", built / "stubs"],
+            env={**env, "PYTHON": str(built / "venv" / "bin" / "python")})  # fmt: skip
+        with open(images, "a", encoding="utf-8") as out:
+            out.write(deploy.image() + "\n")
+        self.times["driver image (s)"] = time.monotonic() - began
 
     def spawn(self, name: str, command: Sequence[str | Path], **env: str) -> Recorded:
         """Start a component in its own session, its output in logs/NAME.log; record it."""
@@ -380,8 +391,9 @@ class Cluster:
                 self.import_image(PAUSE_IMAGE, context, env)
             finally:
                 run(["podman", "rmi", "--force", PAUSE_IMAGE], env=env)
-            if (self.state / "podman-images").exists():
-                self.import_image(IMAGE, context, env)
+            images = self.state / "podman-images"
+            for tag in images.read_text().split() if images.exists() else []:
+                self.import_image(tag, context, env)
         write_kubelet_config(self.state, self.pki, self.containerd_socket)
         kubelet = self.spawn("kubelet", [
             self.bin_dir / "kubelet",
@@ -411,36 +423,73 @@ class Cluster:
         return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
     @property
+    def py_driver_test_dir(self) -> Path:
+        """The host directory the Python driver's pod mounts for the cluster suite."""
+        return self.state / "py-driver"
+
+    @property
     def py_driver_pause(self) -> Path:
         """While this file exists, the Python driver's prepares wait before their second request."""
-        return self.state / "py-driver-pause"
+        return self.py_driver_test_dir / "pause"
 
     def start_drivers(self) -> None:
         self.kubectl("apply", "-f", str(REPO / "examples" / "cluster" / "device-classes.yaml"))
         self.kubectl("apply", "-f", str(REPO / "examples" / "cluster" / "upstream-classes.yaml"))
-        self.kubectl("apply", "-f", str(PY_DRIVER_SOURCE / "device-class.yaml"))
         for driver in DRIVERS:
-            self.start_driver(driver)
+            if driver != PY_DRIVER:
+                self.start_driver(driver)
+        self.deploy_python_driver()
+
+    def deploy_python_driver(self) -> None:
+        """examples/python-driver/deploy/, the DaemonSet as :func:`deploy.for_this_cluster`
+        changes it; until its pod is ready and its ResourceSlice published."""
+        began = time.monotonic()
+        self.py_driver_test_dir.mkdir(exist_ok=True)
+        for manifest in deploy.MANIFESTS[:-1]:
+            self.kubectl("apply", "-f", str(manifest))
+        obj = deploy.for_this_cluster(
+            deploy.daemonset(), kubelet_root=self.kubelet_root,
+            api_port=PORTS["kube-apiserver"], test_dir=self.py_driver_test_dir,
+        )  # fmt: skip
+        self.kubectl("apply", "-f", "-", feed=json.dumps(obj))
+        (kubelet,) = [r for r in self.recorded() if r.name == "kubelet"]
+        self.wait(f"{PY_DRIVER} slices", self.python_driver_ready, kubelet)
+        self.times["deploy python-driver (s)"] = time.monotonic() - began
+
+    def python_driver_pods(self) -> list[dict[str, Any]]:
+        """The Python driver's pods (the DaemonSet's), as the API server has them."""
+        found = json.loads(self.kubectl(
+            "get", "pods", "--namespace", deploy.NAMESPACE, "--selector", deploy.SELECTOR,
+            "--output", "json",
+        ))  # fmt: skip
+        pods: list[dict[str, Any]] = found["items"]
+        return pods
+
+    def python_driver_ready(self) -> bool:
+        """Whether the DaemonSet's pod is the one of its current template, ready, alone,
+        and the driver's ResourceSlice published."""
+        ds = json.loads(self.kubectl(
+            "get", "daemonset", deploy.DAEMONSET, "--namespace", deploy.NAMESPACE,
+            "--output", "json",
+        ))  # fmt: skip
+        status = ds.get("status", {})
+        rolled = (
+            status.get("observedGeneration") == ds["metadata"]["generation"]
+            and status.get("desiredNumberScheduled") == 1
+            and status.get("updatedNumberScheduled") == 1
+            and status.get("numberReady") == 1
+        )
+        alive = [p for p in self.python_driver_pods() if "deletionTimestamp" not in p["metadata"]]
+        return rolled and len(alive) == 1 and self.published(PY_DRIVER)
 
     def start_driver(self, driver: str) -> Recorded:
-        """One driver, until its ResourceSlices are published: the Go reference driver
-        (``gpu.example.com``, ``nic.example.com``) or the Python example driver, run from
-        the venv build-cluster made with this checkout first on ``PYTHONPATH``."""
+        """One driver that runs as a process of the host, until its ResourceSlices are
+        published: the Go reference driver (``gpu.example.com``, ``nic.example.com``) or
+        Kubernetes' e2e test driver."""
         registry = self.kubelet_root / "plugins_registry"
-        env: dict[str, str] = {}
-        if driver == PY_DRIVER:
-            built = self.bin_dir / "python-driver"
-            command: list[str | Path] = [
-                built / "venv" / "bin" / "python", PY_DRIVER_SOURCE / "driver.py",
-                "--node", NODE, "--kubeconfig", self.state / "driver.kubeconfig",
-                "--plugin-dir", self.plugin_dir(driver), "--registry-dir", registry,
-                "--cdi-dir", RUN_CDI, "--stubs", built / "stubs",
-                "--test-pause-file", self.py_driver_pause,
-            ]  # fmt: skip
-            env = {"PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-        elif driver in UPSTREAM_DRIVERS:  # no CDI directory for its metadata specs: /var/run/cdi
+        if driver in UPSTREAM_DRIVERS:  # no CDI directory for its metadata specs: /var/run/cdi
             self.plugin_dir(driver).mkdir(parents=True, exist_ok=True)  # its socket's, not made
-            command = [
+            command: list[str | Path] = [
                 self.bin_dir / "dra-test-driver", "--drivername", driver,
                 "--kubeconfig", self.state / "driver.kubeconfig",
                 "kubelet-plugin", "--node-name", NODE, "--num-devices", str(DRIVERS[driver]),
@@ -457,13 +506,19 @@ class Cluster:
             ]  # fmt: skip
             if driver == "nic.example.com":
                 command += ["--nri-socket", self.state / "nri.sock"]
-        process = self.spawn(driver, command, **env)
+        process = self.spawn(driver, command)
         self.wait(f"{driver} slices", lambda: self.published(driver), process)
         return process
 
     def restart(self, driver: str) -> Recorded:
         """Start a driver again that ended (a test killed it): ``scripts/cluster restart``."""
-        if driver not in DRIVERS:
+        if driver == PY_DRIVER:
+            raise ClusterError(
+                f"{driver} runs as a DaemonSet: Kubernetes starts it again (to replace its "
+                f"pod: scripts/cluster kubectl delete pod --namespace {deploy.NAMESPACE} "
+                f"--selector {deploy.SELECTOR})"
+            )
+        if driver not in COMPONENTS:
             raise ClusterError(f"no driver {driver!r}: one of {', '.join(DRIVERS)}")
         running = {r.name: r for r in self.recorded() if r.alive()}
         if "kubelet" not in running or "kube-apiserver" not in running:

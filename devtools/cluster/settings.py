@@ -25,7 +25,8 @@ IMAGE = "localhost/dra-metadata:cluster"
 BASE_IMAGE = "localhost/dra-metadata-cluster-base:bookworm"
 #: The node's name (its address type Hostname resolves to loopback).
 NODE = "localhost"
-#: The drivers ``up`` starts, in order, and how many devices each one publishes.
+#: The drivers ``up`` starts, in order, and how many devices each one publishes (the
+#: Python example driver as a DaemonSet, the others as processes of the host).
 DRIVERS = {
     "gpu.example.com": 4,
     "nic.example.com": 2,
@@ -37,8 +38,8 @@ DRIVERS = {
 #: ``--enable-device-metadata``: two devices for one, one for the other, so that a
 #: request of three served by the class that selects either takes a device of each.
 UPSTREAM_DRIVERS = ("a.upstream.example.com", "b.upstream.example.com")
-#: The Python example driver (examples/python-driver), and where it waits when told to
-#: (a test kills it there, in the middle of a prepare).
+#: The Python example driver (examples/python-driver), deployed by its manifests
+#: (:mod:`devtools.cluster.deploy`).
 PY_DRIVER = "py.example.com"
 #: Where a node's containerd reads CDI specs, in its order (containerd's defaults).
 NODE_CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
@@ -57,7 +58,7 @@ PORTS = {
     "kubelet-healthz": 20248,
 }
 FEATURE_GATES = "DRAListTypeAttributes=true"
-#: The components in start order (``down`` stops them in reverse).
+#: The processes ``up`` starts, in start order (``down`` stops them in reverse).
 COMPONENTS = (
     "etcd",
     "kube-apiserver",
@@ -67,7 +68,6 @@ COMPONENTS = (
     "kubelet",
     "gpu.example.com",
     "nic.example.com",
-    "py.example.com",
     "a.upstream.example.com",
     "b.upstream.example.com",
 )

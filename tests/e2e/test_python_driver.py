@@ -1,10 +1,13 @@
 """A DRA driver in Python, for real: examples/python-driver behind the cluster's kubelet.
 
-``scripts/cluster up`` starts the example driver (``py.example.com``) beside the Go
-reference driver: it registers with the kubelet, publishes its ResourceSlice, reads
-each claim's allocation from the API server and publishes with ``MetadataPublisher``.
-Each test applies one manifest of examples/python-driver/ and deletes its namespace
-after. Runs only with ``python -m pytest -m cluster tests/e2e``.
+``scripts/cluster up`` deploys the example driver (``py.example.com``) as drivers are
+deployed: its image, built offline, run by the DaemonSet of examples/python-driver/deploy/
+with its service account, its least ClusterRole and its admission policy. Its pod
+registers with the kubelet, publishes its ResourceSlice, reads each claim's allocation
+from the API server and publishes with ``MetadataPublisher``. Each test applies one
+manifest of examples/python-driver/ and deletes its namespace after; a test that
+replaces the driver's pod leaves one of the DaemonSet's current template running. Runs
+only with ``python -m pytest -m cluster tests/e2e``.
 """
 
 from __future__ import annotations
@@ -12,16 +15,20 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import dra_metadata as dm
-from devtools.cluster import PY_DRIVER, PY_DRIVER_SOURCE, Cluster
-from tests.conftest import REPO
+from devtools.cluster import NODE, PY_DRIVER, PY_DRIVER_SOURCE, Cluster, deploy
+from devtools.cluster.machine import processes_naming
+from devtools.cluster.settings import PORTS
 from tests.e2e.kube import (
     Start,
     allocated,
@@ -33,6 +40,9 @@ from tests.e2e.kube import (
 )
 
 pytestmark = pytest.mark.cluster
+
+#: The driver's program in its image (examples/python-driver/Containerfile).
+DRIVER_PROGRAM = "/opt/python-driver/driver.py"
 
 
 def node_files(cluster: Cluster) -> list[Path]:
@@ -63,18 +73,38 @@ def wait_clean(cluster: Cluster, timeout: float = 120) -> None:
         time.sleep(0.5)
 
 
-def restart_py_driver() -> None:
-    """``scripts/cluster restart py.example.com``: the driver runs on in the background,
-    a child of no test process (as ``up`` leaves every component)."""
-    done = subprocess.run(
-        [str(REPO / "scripts" / "cluster"), "restart", PY_DRIVER],
-        capture_output=True, text=True, timeout=180, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+def driver_pod(cluster: Cluster) -> dict[str, Any]:
+    """The DaemonSet's one pod that is not going away."""
+    (pod,) = [p for p in cluster.python_driver_pods() if "deletionTimestamp" not in p["metadata"]]
+    return pod
 
 
 def driver_log(cluster: Cluster) -> str:
-    return (cluster.logs / f"{PY_DRIVER}.log").read_text(errors="replace")
+    """What the driver's running container printed (kubectl logs)."""
+    name = driver_pod(cluster)["metadata"]["name"]
+    return cluster.kubectl("logs", name, "--namespace", deploy.NAMESPACE)
+
+
+def restarts(pod: dict[str, Any]) -> int:
+    (status,) = pod["status"].get("containerStatuses", [{"restartCount": 0}])
+    count: int = status["restartCount"]
+    return count
+
+
+def wait_driver(
+    cluster: Cluster, ready: Any = lambda pod: True, what: str = "the driver's pod",
+    timeout: float = 180,
+) -> dict[str, Any]:  # fmt: skip
+    """Until the DaemonSet is rolled out, its pod ready (``ready(pod)`` too), registered
+    with the kubelet, its slice published; that pod."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if cluster.python_driver_ready():
+            pod = driver_pod(cluster)
+            if ready(pod) and "registered with the kubelet" in driver_log(cluster):
+                return pod
+        assert time.monotonic() < deadline, f"{what}: {cluster.python_driver_pods()}"
+        time.sleep(0.5)
 
 
 def lines(text: str) -> list[dict[str, Any]]:
@@ -181,25 +211,27 @@ def test_kill_9_in_the_middle_of_a_prepare(cluster: Cluster, scenario: Start) ->
     requests; started again, the kubelet's retry prepares the claim: both files decode,
     no temporary is left; deleting the pod leaves nothing of the driver on the node."""
     pause = cluster.py_driver_pause
+    before = driver_pod(cluster)
     pause.touch()
-    seen = len(driver_log(cluster))  # the log goes on across restarts
     try:
         run = scenario(PY_DRIVER_SOURCE / "two-requests.yaml", "py-two-requests")
         deadline = time.monotonic() + 120
-        while "paused before request second" not in driver_log(cluster)[seen:]:
-            assert time.monotonic() < deadline, driver_log(cluster)[seen:]
+        while "paused before request second" not in driver_log(cluster):
+            assert time.monotonic() < deadline, driver_log(cluster)
             time.sleep(0.2)
-        (driver,) = [r for r in cluster.recorded() if r.name == PY_DRIVER]
-        os.kill(driver.pid, signal.SIGKILL)
-        while driver.alive():
+        # The container's process, seen from the node: the kubelet starts it again.
+        (pid,) = [p for p in processes_naming(DRIVER_PROGRAM) if Path(f"/proc/{p}").exists()]
+        os.kill(pid, signal.SIGKILL)
+        while Path(f"/proc/{pid}").exists():
             time.sleep(0.05)
         half = [str(path) for path in node_files(cluster)]
         assert any(f.endswith("/first/metadata.json") for f in half), half
         assert not any(f.endswith("/second/metadata.json") for f in half), half
     finally:
         pause.unlink(missing_ok=True)
-        if not any(r.alive() for r in cluster.recorded() if r.name == PY_DRIVER):
-            restart_py_driver()  # also when the test failed: the pods need it to go
+    again = wait_driver(cluster, lambda pod: restarts(pod) == restarts(before) + 1,
+                        "the driver's container started again")  # fmt: skip
+    assert again["metadata"]["uid"] == before["metadata"]["uid"]  # the same pod
     pod = wait_pod(cluster, "lister", "py-two-requests", ("Running",), timeout=300)
     deadline = time.monotonic() + 60
     while not (listed := logs(cluster, "lister", "ls", "py-two-requests")):
@@ -320,3 +352,175 @@ def test_the_resource_slice_is_kept_current(cluster: Cluster) -> None:
     restored = until(lambda s: s is not None and s["spec"]["pool"]["generation"] > generation)
     assert restored["spec"]["pool"]["generation"] == generation + 1
     assert published(cluster, PY_DRIVER) == expected
+
+
+def test_the_driver_pod_replaced_while_a_workload_runs(cluster: Cluster, scenario: Start) -> None:
+    """two-requests.yaml: the driver's pod deleted while the claim's pod runs: the
+    DaemonSet makes another, the kubelet registers it, it finds the claim's files as they
+    were; when the workload goes, the new pod unprepares the claim and nothing of it stays
+    on the node."""
+    run = scenario(PY_DRIVER_SOURCE / "two-requests.yaml", "py-two-requests")
+    pod = wait_pod(cluster, "lister", "py-two-requests", ("Running",))
+    claim = claim_of(run, pod, "gpus")
+    def contents() -> dict[Path, bytes | None]:
+        return {p: p.read_bytes() if p.is_file() else None for p in node_files(cluster)}
+
+    prepared = contents()
+    assert len([p for p in prepared if p.name == "metadata.json"]) == 2
+    old = driver_pod(cluster)
+    cluster.kubectl("delete", "pod", old["metadata"]["name"], "--namespace", deploy.NAMESPACE,
+                    "--wait=true")  # fmt: skip
+    new = wait_driver(cluster, lambda p: p["metadata"]["uid"] != old["metadata"]["uid"],
+                      "the DaemonSet's new pod")  # fmt: skip
+    assert contents() == prepared
+    cluster.kubectl("delete", "pod", "lister", "--namespace", "py-two-requests", "--wait=true")
+    wait_clean(cluster)
+    assert f"unprepared py-two-requests/{claim['metadata']['name']}" in driver_log(cluster)
+    assert driver_pod(cluster)["metadata"]["uid"] == new["metadata"]["uid"]
+
+
+def test_a_new_driver_version_rolled_out_while_a_workload_runs(
+    cluster: Cluster, scenario: Start, tmp_path: Path
+) -> None:
+    """watch.yaml: the DaemonSet's image changed to another build (v2) while the watchers
+    run: the old pod stops, the new one registers, and it serves the claim the old one
+    prepared: the firmware annotation is written in place as generation 2, which the
+    running containers see; when they go, v2 unprepares the claim and nothing stays."""
+    v1 = deploy.image()
+    v2 = v1.rpartition(":")[0] + ":v2"
+    env = cluster.podman_env()
+    (tmp_path / "Containerfile").write_text(
+        f"FROM {v1}\nLABEL org.opencontainers.image.version=v2\n", encoding="utf-8"
+    )
+    build = ["podman", "build", "--network", "none", "--pull=never", "--tag", v2, str(tmp_path)]
+    subprocess.run(build, env=env, capture_output=True, check=True)
+    try:
+        cluster.import_image(v2, tmp_path, env)
+    finally:
+        subprocess.run(["podman", "rmi", "--force", v2], env=env, capture_output=True)
+    scenario(PY_DRIVER_SOURCE / "watch.yaml", "py-watch")
+    wait_pod(cluster, "watchers", "py-watch", ("Running",))
+    deadline = time.monotonic() + 60
+    while not lines(logs(cluster, "watchers", "python", "py-watch")):  # generation 1, read
+        assert time.monotonic() < deadline, "the watcher printed nothing"
+        time.sleep(0.5)
+    old = driver_pod(cluster)
+    set_image = ["set", "image", f"daemonset/{deploy.DAEMONSET}", "--namespace", deploy.NAMESPACE]
+    try:
+        cluster.kubectl(*set_image, f"driver={v2}")
+        new = wait_driver(cluster, lambda p: p["spec"]["containers"][0]["image"] == v2,
+                          "the DaemonSet rolled out to v2")  # fmt: skip
+        assert new["metadata"]["uid"] != old["metadata"]["uid"]
+        (was,), (now,) = old["status"]["containerStatuses"], new["status"]["containerStatuses"]
+        assert now["imageID"] != was["imageID"]  # another image, not another name for it
+        cluster.kubectl(
+            "annotate", "resourceclaim", "py-gpu", "--namespace", "py-watch",
+            f"{PY_DRIVER}/firmware=2.2",
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while len(seen := lines(logs(cluster, "watchers", "python", "py-watch"))) < 2:
+            assert time.monotonic() < deadline, seen
+            time.sleep(0.5)
+        time.sleep(2)  # anything more would show now
+        assert lines(logs(cluster, "watchers", "python", "py-watch")) == [
+            {"event": "update", "generation": 1, "firmware": [None]},
+            {"event": "update", "generation": 2, "firmware": ["2.2"]},
+        ]
+        assert "in place: generation 2" in driver_log(cluster)
+        cluster.kubectl("delete", "pod", "watchers", "--namespace", "py-watch", "--wait=true")
+        wait_clean(cluster)
+        assert "unprepared py-watch/py-gpu" in driver_log(cluster)
+    finally:
+        cluster.kubectl(*set_image, f"driver={v1}")
+        wait_driver(cluster, lambda p: p["spec"]["containers"][0]["image"] == v1,
+                    "the DaemonSet rolled back to v1")  # fmt: skip
+
+
+#: What the driver's service account may do (rbac.yaml), each (group, resource, verb).
+GRANTED = [
+    ("resource.k8s.io", "resourceclaims", "get"),
+    ("resource.k8s.io", "resourceclaims", "list"),
+    ("resource.k8s.io", "resourceclaims", "watch"),
+    ("resource.k8s.io", "resourceslices", "get"),
+    ("resource.k8s.io", "resourceslices", "create"),
+    ("resource.k8s.io", "resourceslices", "update"),
+]
+#: And a sample of what it may not: no secrets, pods, nodes; no claim it could change.
+REFUSED = [
+    ("", "secrets", "get"), ("", "secrets", "list"), ("", "configmaps", "get"),
+    ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "create"),
+    ("", "nodes", "get"), ("", "nodes", "list"), ("", "nodes", "patch"),
+    ("", "serviceaccounts/token", "create"),
+    ("resource.k8s.io", "resourceclaims", "update"), ("resource.k8s.io", "resourceclaims", "patch"),
+    ("resource.k8s.io", "resourceclaims", "delete"),
+    ("resource.k8s.io", "resourceclaims/status", "update"),
+    ("resource.k8s.io", "resourceslices", "list"), ("resource.k8s.io", "resourceslices", "watch"),
+    ("resource.k8s.io", "resourceslices", "patch"), ("resource.k8s.io", "resourceslices", "delete"),
+    ("resource.k8s.io", "resourceslices", "deletecollection"),
+    ("resource.k8s.io", "deviceclasses", "create"),
+]  # fmt: skip
+
+
+def allowed(cluster: Cluster, group: str, resource: str, verb: str, namespace: str) -> bool:
+    """The API server's answer (a SubjectAccessReview, as ``kubectl auth can-i --as`` asks)
+    for the driver's service account."""
+    name, _, sub = resource.partition("/")
+    review = {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {
+            "user": deploy.SERVICE_ACCOUNT,
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{deploy.NAMESPACE}",
+                       "system:authenticated"],
+            "resourceAttributes": {"group": group, "resource": name, "subresource": sub,
+                                   "verb": verb, "namespace": namespace},
+        },
+    }  # fmt: skip
+    answer = json.loads(cluster.kubectl("create", "-f", "-", "-o", "json", feed=json.dumps(review)))
+    granted: bool = answer["status"]["allowed"]
+    return granted
+
+
+def test_the_driver_may_do_what_it_needs_and_nothing_more(cluster: Cluster) -> None:
+    """rbac.yaml, as the API server's authorizer reads it: the six grants the driver uses,
+    none of twenty it does not; admission.yaml: its ResourceSlice writes only for the
+    node its pod's token names (dry runs: nothing is written)."""
+    for namespace in ("", "default", deploy.NAMESPACE):
+        assert [rule for rule in GRANTED if not allowed(cluster, *rule, namespace)] == []
+        assert [rule for rule in REFUSED if allowed(cluster, *rule, namespace)] == []
+
+    pod = driver_pod(cluster)["metadata"]["name"]
+    token = ["create", "token", "python-driver", "--namespace", deploy.NAMESPACE]
+    pods_token = cluster.kubectl(*token, "--bound-object-kind", "Pod",
+                                 "--bound-object-name", pod).strip()  # fmt: skip
+    plain_token = cluster.kubectl(*token).strip()
+
+    def create_slice(bearer: str, node: str) -> tuple[int, str]:
+        body = {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"admission-{node}"},
+            "spec": {"driver": PY_DRIVER, "nodeName": node, "devices": [],
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}},
+        }  # fmt: skip
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{PORTS['kube-apiserver']}/apis/resource.k8s.io/v1/"
+            "resourceslices?dryRun=All",
+            data=json.dumps(body).encode(), method="POST",
+            headers={"Authorization": f"Bearer {bearer}", "Content-Type": "application/json"},
+        )  # fmt: skip
+        context = ssl.create_default_context(cafile=str(cluster.pki / "ca.crt"))
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=30) as answer:
+                return answer.status, ""
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())["message"]
+
+    assert create_slice(pods_token, NODE) == (201, "")
+    status, message = create_slice(pods_token, "elsewhere")
+    assert status == 403, message
+    assert message.endswith(
+        f"a python-driver pod on node {NODE} may write only that node's ResourceSlices, "
+        "not node elsewhere's"
+    ), message
+    status, message = create_slice(plain_token, NODE)
+    assert status == 403, message
+    assert "only from a pod's token, which names the pod's node" in message
