@@ -254,8 +254,10 @@ def test_nic_pod_waits_for_network_data_then_the_worker_sees_it(
 CLUSTER = REPO / "examples" / "cluster"
 PYTHON_DRIVER = REPO / "examples" / "python-driver"
 #: Every manifest the cluster suites apply, and the page that shows it.
-CLUSTER_PAGES = {CLUSTER: "cluster.md", PYTHON_DRIVER: "driver.md"}
-CLUSTER_MANIFESTS = sorted([*CLUSTER.glob("*.yaml"), *PYTHON_DRIVER.glob("*.yaml")])
+CLUSTER_PAGES = {
+    CLUSTER: "cluster.md", PYTHON_DRIVER: "driver.md", PYTHON_DRIVER / "deploy": "driver.md"
+}  # fmt: skip
+CLUSTER_MANIFESTS = sorted(path for folder in CLUSTER_PAGES for path in folder.glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", CLUSTER_MANIFESTS, ids=lambda p: f"{p.parent.name}/{p.name}")

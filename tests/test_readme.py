@@ -38,7 +38,7 @@ FENCE = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 RUN = ("python", "console", "sh")
-SHOWN = ("text", "yaml", "json", "pycon", "toml", "go")
+SHOWN = ("text", "yaml", "json", "pycon", "toml", "go", "dockerfile")
 #: The terminal width the docs' --help texts are shown at.
 COLUMNS = "100"
 

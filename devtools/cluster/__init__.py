@@ -5,10 +5,13 @@
 them, the reference driver of ``conformance/cluster/driver``), makes credentials for
 this cluster alone, starts etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler, containerd and the kubelet, all on 127.0.0.1, then the reference
-driver (``gpu.example.com`` and ``nic.example.com``) and the Python example driver
-(``py.example.com``, examples/python-driver); it imports this checkout's image
-as ``localhost/dra-metadata:cluster``, waits until the node is Ready and both drivers'
-ResourceSlices are published, and prints ``export KUBECONFIG=...`` last. Run again
+driver (``gpu.example.com`` and ``nic.example.com``) and Kubernetes' e2e test driver
+(two drivers) as processes of the host, and the Python example driver
+(``py.example.com``, examples/python-driver) as a DaemonSet
+(:mod:`~devtools.cluster.deploy`); it imports this checkout's image as
+``localhost/dra-metadata:cluster`` and the Python driver's, waits until the node is Ready
+and every driver's ResourceSlices are published, and prints ``export KUBECONFIG=...``
+last. Run again
 while up, it does nothing but print that line. ``scripts/cluster down`` stops
 everything ``up`` started (by the PIDs it recorded), removes every pod, unmounts what
 is mounted below the state directory, removes the state and what the kubelet makes
@@ -30,9 +33,10 @@ What this machine needs, each on purpose:
   image garbage collection off (the image is imported, never pulled).
 - **containerd** (the CRI suite's configuration, :mod:`devtools.containerd`) with NRI
   enabled on a socket of its own, for the NIC driver's ``RunPodSandbox`` hook, and CDI
-  specs read from the cluster's directory, where the drivers write. Its CNI configuration has only
-  ``loopback``: the runtime then reports its network ready, and every pod uses
-  ``hostNetwork``, so no CNI plugin ever runs.
+  specs read from ``/etc/cdi`` and ``/var/run/cdi``, as a node's (the cluster's CDI
+  directory is mounted on ``/var/run/cdi`` while it is up), where the drivers write.
+  Its CNI configuration has only ``loopback``: the runtime then reports its network
+  ready, and every pod uses ``hostNetwork``, so no CNI plugin ever runs.
 - The kubelet keeps some paths whatever its root: ``/var/lib/kubelet/device-plugins``
   and ``/var/log/containers``; it also bind-mounts its root on itself. ``up`` records
   which of the fixed paths existed before, ``down`` removes the others.
@@ -44,8 +48,9 @@ root, the kubelet's root, logs (``logs/``) and the PID files (``run/``).
 The modules: :mod:`~devtools.cluster.settings` (names, ports, drivers, the state
 directory), :mod:`~devtools.cluster.config` (credentials, kubeconfigs, the kubelet's
 configuration), :mod:`~devtools.cluster.machine` (processes, mounts, cgroups),
-:mod:`~devtools.cluster.cluster` (:class:`Cluster`: up, down, restart, status) and
-:mod:`~devtools.cluster.cli` (``scripts/cluster``).
+:mod:`~devtools.cluster.cluster` (:class:`Cluster`: up, down, restart, status),
+:mod:`~devtools.cluster.deploy` (the Python driver's manifests, as this cluster applies
+them) and :mod:`~devtools.cluster.cli` (``scripts/cluster``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("up", help="build what is missing, start, print export KUBECONFIG=... last")
     sub.add_parser("down", help="stop everything up started and restore the machine")
     sub.add_parser("status", help="the components, their PIDs and memory")
-    restart = sub.add_parser("restart", help="start a driver again that ended")
+    restart = sub.add_parser("restart", help="start a driver of the host again that ended")
     restart.add_argument("driver", choices=list(DRIVERS))
     kubectl = sub.add_parser("kubectl", help="kubectl as the cluster's admin")
     kubectl.add_argument("args", nargs=argparse.REMAINDER)

@@ -445,16 +445,31 @@ class Cluster:
         changes it; until its pod is ready and its ResourceSlice published."""
         began = time.monotonic()
         self.py_driver_test_dir.mkdir(exist_ok=True)
-        for manifest in deploy.MANIFESTS[:-1]:
-            self.kubectl("apply", "-f", str(manifest))
+        for manifest in deploy.MANIFESTS:
+            if manifest != deploy.DAEMONSET_FILE:
+                self.kubectl("apply", "-f", str(manifest))
         obj = deploy.for_this_cluster(
             deploy.daemonset(), kubelet_root=self.kubelet_root,
             api_port=PORTS["kube-apiserver"], test_dir=self.py_driver_test_dir,
         )  # fmt: skip
         self.kubectl("apply", "-f", "-", feed=json.dumps(obj))
         (kubelet,) = [r for r in self.recorded() if r.name == "kubelet"]
-        self.wait(f"{PY_DRIVER} slices", self.python_driver_ready, kubelet)
+        try:
+            self.wait(f"{PY_DRIVER} slices", self.python_driver_ready, kubelet, timeout=180)
+        except ClusterError as err:  # the kubelet's log says little of a pod: say what the pod does
+            raise ClusterError(f"{err}\n{self.python_driver_story()}") from None
         self.times["deploy python-driver (s)"] = time.monotonic() - began
+
+    def python_driver_story(self) -> str:
+        """The Python driver's pods described, and the end of what they printed."""
+        where = ["--namespace", deploy.NAMESPACE, "--selector", deploy.SELECTOR]
+        parts = []
+        for what in (["describe", "pods"], ["logs", "--tail", "40", "--all-containers"]):
+            try:
+                parts.append(self.kubectl(*what, *where, timeout=30))
+            except (ClusterError, subprocess.TimeoutExpired) as err:
+                parts.append(f"kubectl {' '.join(what)}: {err}")
+        return "\n".join(parts)
 
     def python_driver_pods(self) -> list[dict[str, Any]]:
         """The Python driver's pods (the DaemonSet's), as the API server has them."""

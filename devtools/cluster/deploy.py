@@ -17,17 +17,10 @@ import yaml
 
 from devtools.cluster.settings import PY_DRIVER_SOURCE
 
-#: The manifests, applied in this order (the namespace before what lives in it).
-MANIFESTS = tuple(
-    PY_DRIVER_SOURCE / "deploy" / name
-    for name in (
-        "namespace.yaml",
-        "rbac.yaml",
-        "admission.yaml",
-        "device-class.yaml",
-        "daemonset.yaml",
-    )
-)
+#: The manifests in the order of their names, as ``kubectl apply -f deploy/`` applies
+#: them (the namespace before what lives in it); the DaemonSet last.
+MANIFESTS = tuple(sorted((PY_DRIVER_SOURCE / "deploy").glob("*.yaml")))
+DAEMONSET_FILE = PY_DRIVER_SOURCE / "deploy" / "5-daemonset.yaml"
 NAMESPACE = "python-driver"
 DAEMONSET = "python-driver"
 SERVICE_ACCOUNT = f"system:serviceaccount:{NAMESPACE}:python-driver"
@@ -44,8 +37,8 @@ def documents(path: Path) -> list[dict[str, Any]]:
 
 
 def daemonset() -> dict[str, Any]:
-    """The DaemonSet, as examples/python-driver/deploy/daemonset.yaml has it."""
-    (obj,) = documents(PY_DRIVER_SOURCE / "deploy" / "daemonset.yaml")
+    """The DaemonSet, as its file has it."""
+    (obj,) = documents(DAEMONSET_FILE)
     return obj
 
 

@@ -362,6 +362,7 @@ def test_the_driver_pod_replaced_while_a_workload_runs(cluster: Cluster, scenari
     run = scenario(PY_DRIVER_SOURCE / "two-requests.yaml", "py-two-requests")
     pod = wait_pod(cluster, "lister", "py-two-requests", ("Running",))
     claim = claim_of(run, pod, "gpus")
+
     def contents() -> dict[Path, bytes | None]:
         return {p: p.read_bytes() if p.is_file() else None for p in node_files(cluster)}
 
@@ -436,7 +437,7 @@ def test_a_new_driver_version_rolled_out_while_a_workload_runs(
                     "the DaemonSet rolled back to v1")  # fmt: skip
 
 
-#: What the driver's service account may do (rbac.yaml), each (group, resource, verb).
+#: What the driver's service account may do (deploy/2-rbac.yaml), each (group, resource, verb).
 GRANTED = [
     ("resource.k8s.io", "resourceclaims", "get"),
     ("resource.k8s.io", "resourceclaims", "list"),
@@ -481,9 +482,9 @@ def allowed(cluster: Cluster, group: str, resource: str, verb: str, namespace: s
 
 
 def test_the_driver_may_do_what_it_needs_and_nothing_more(cluster: Cluster) -> None:
-    """rbac.yaml, as the API server's authorizer reads it: the six grants the driver uses,
-    none of twenty it does not; admission.yaml: its ResourceSlice writes only for the
-    node its pod's token names (dry runs: nothing is written)."""
+    """deploy/2-rbac.yaml, as the API server's authorizer reads it: the six grants the
+    driver uses, none of twenty it does not; deploy/3-admission.yaml: its ResourceSlice
+    writes only for the node its pod's token names (dry runs: nothing is written)."""
     for namespace in ("", "default", deploy.NAMESPACE):
         assert [rule for rule in GRANTED if not allowed(cluster, *rule, namespace)] == []
         assert [rule for rule in REFUSED if allowed(cluster, *rule, namespace)] == []
