@@ -20,13 +20,14 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import dra_metadata as dm
-from devtools.cluster import NODE, PY_DRIVER, PY_DRIVER_SOURCE, Cluster, deploy
+from devtools.cluster import NODE, PY_DRIVER, PY_DRIVER_SOURCE, Cluster, ClusterError, deploy
 from devtools.cluster.machine import processes_naming
 from devtools.cluster.settings import PORTS
 from tests.e2e.kube import (
@@ -92,18 +93,21 @@ def restarts(pod: dict[str, Any]) -> int:
 
 
 def wait_driver(
-    cluster: Cluster, ready: Any = lambda pod: True, what: str = "the driver's pod",
-    timeout: float = 180,
+    cluster: Cluster, ready: Callable[[dict[str, Any]], bool] = lambda pod: True,
+    what: str = "the driver's pod", timeout: float = 180,
 ) -> dict[str, Any]:  # fmt: skip
     """Until the DaemonSet is rolled out, its pod ready (``ready(pod)`` too), registered
     with the kubelet, its slice published; that pod."""
     deadline = time.monotonic() + timeout
     while True:
-        if cluster.python_driver_ready():
-            pod = driver_pod(cluster)
-            if ready(pod) and "registered with the kubelet" in driver_log(cluster):
-                return pod
-        assert time.monotonic() < deadline, f"{what}: {cluster.python_driver_pods()}"
+        try:  # (a pod that went or came between two questions: ask again)
+            if cluster.python_driver_ready():
+                pod = driver_pod(cluster)
+                if ready(pod) and "registered with the kubelet" in driver_log(cluster):
+                    return pod
+        except (ClusterError, ValueError):
+            pass
+        assert time.monotonic() < deadline, f"{what}: {cluster.python_driver_story()}"
         time.sleep(0.5)
 
 
