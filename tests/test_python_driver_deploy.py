@@ -87,7 +87,8 @@ def test_the_role_grants_exactly_the_calls_the_driver_makes() -> None:
     assert granted == calls_of_the_driver()
     assert granted == {
         ("resourceclaims", "get"), ("resourceclaims", "list"), ("resourceclaims", "watch"),
-        ("resourceslices", "get"), ("resourceslices", "create"), ("resourceslices", "update"),
+        ("resourceslices", "list"), ("resourceslices", "watch"), ("resourceslices", "create"),
+        ("resourceslices", "update"), ("resourceslices", "delete"),
     }  # fmt: skip
     (binding,) = [obj for obj in objects() if obj["kind"] == "ClusterRoleBinding"]
     (subject,) = binding["subjects"]

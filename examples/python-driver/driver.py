@@ -6,8 +6,9 @@
 What it does, in the order the kubelet sees it:
 
 1. Publishes a ResourceSlice with four example GPUs (``uuid``, and the standard
-   ``resource.kubernetes.io/pciBusID`` and ``numaNode``) and keeps it current: a slice
-   that was deleted or changed is written again, its pool generation one more.
+   ``resource.kubernetes.io/pciBusID`` and ``numaNode``) and keeps it current, as the
+   Go slice controller does: it watches the node's slices of this driver; one deleted
+   or changed is written again, its pool generation one more; any other is deleted.
 2. Registers with the kubelet (plugin registration v1: a socket in the kubelet's
    ``plugins_registry``) and serves ``DRAPlugin`` v1 on a socket of its own.
 3. ``NodePrepareResources``: the kubelet names each claim (namespace, name, uid) and no
@@ -90,25 +91,34 @@ def describe(err: Exception) -> str:
 
 
 class Slices:
-    """One ResourceSlice for the node's pool, written again whenever it is not as it should be."""
+    """The node's pool, as the Go slice controller keeps it: of the ResourceSlices of this
+    driver on this node, one is as it should be and no other stays."""
 
-    def __init__(self, api: client.ResourceV1Api, node: str, every: float = 10.0) -> None:
-        self.api, self.node, self.every = api, node, every
+    def __init__(self, api: client.ResourceV1Api, node: str) -> None:
+        self.api, self.node = api, node
         self.name = f"{node}-{DRIVER}"
+        self.selector = f"spec.nodeName={node},spec.driver={DRIVER}"
         self.devices = [
             {"name": name, "attributes": {key: wire(v) for key, v in attrs.items()}}
             for name, attrs in node_devices(node).items()
         ]
 
     def sync(self) -> None:
-        """Create the slice, or replace it (pool generation + 1) when it differs."""
-        try:
-            raw = self.api.read_resource_slice(self.name, _preload_content=False)
-            current: dict[str, Any] | None = json.loads(raw.data)
-        except client.ApiException as err:
-            if err.status != 404:
-                raise
-            current = None
+        """Create the slice, or replace it (pool generation + 1) when it differs; delete
+        the node's other slices of this driver (an older version's, say)."""
+        raw = self.api.list_resource_slice(field_selector=self.selector, _preload_content=False)
+        found: list[dict[str, Any]] = json.loads(raw.data)["items"]
+        current = None
+        for other in found:
+            if other["metadata"]["name"] == self.name:
+                current = other
+                continue
+            try:
+                self.api.delete_resource_slice(other["metadata"]["name"])
+                log.info("ResourceSlice %s deleted: not this driver's", other["metadata"]["name"])
+            except client.ApiException as err:
+                if err.status != 404:
+                    raise
         generation = 1
         if current is not None:
             spec = current["spec"]
@@ -134,12 +144,21 @@ class Slices:
         log.info("ResourceSlice %s written, pool generation %d", self.name, generation)
 
     def keep_current(self, stop: threading.Event) -> None:
+        """Sync, then again on every change a watch of the node's slices of this driver
+        reports (a slice deleted, changed or added by someone else)."""
         while not stop.is_set():
             try:
                 self.sync()
+                slices = watch.Watch()
+                for _event in slices.stream(
+                    self.api.list_resource_slice, field_selector=self.selector, timeout_seconds=60
+                ):
+                    if stop.is_set():
+                        return
+                    self.sync()
             except Exception as err:  # the API server may be away for a moment
                 log.warning("ResourceSlice %s: %s", self.name, describe(err))
-            stop.wait(self.every)
+                stop.wait(1)
 
 
 # --- prepare and unprepare -----------------------------------------------------------------

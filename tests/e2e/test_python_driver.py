@@ -330,14 +330,21 @@ def test_prepare_and_unprepare_are_idempotent(cluster: Cluster, scenario: Start)
 
 
 def test_the_resource_slice_is_kept_current(cluster: Cluster) -> None:
-    """A slice deleted is written again; one changed is written again with the pool's
-    generation one more (within the driver's 10 s period)."""
+    """As the Go slice controller keeps a pool: a slice deleted is written again; one
+    changed is written again with the pool's generation one more; another slice of the
+    driver on the node (an older version's, say) is deleted. Each within seconds: the
+    driver watches."""
     name = f"localhost-{PY_DRIVER}"
     expected = published(cluster, PY_DRIVER)
 
+    def slices() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = json.loads(
+            cluster.kubectl("get", "resourceslices", "--output", "json")
+        )["items"]
+        return found
+
     def current() -> dict[str, Any] | None:
-        found = json.loads(cluster.kubectl("get", "resourceslices", "--output", "json"))
-        return next((s for s in found["items"] if s["metadata"]["name"] == name), None)
+        return next((s for s in slices() if s["metadata"]["name"] == name), None)
 
     def until(ready: Any) -> dict[str, Any]:
         deadline = time.monotonic() + 40
@@ -356,6 +363,14 @@ def test_the_resource_slice_is_kept_current(cluster: Cluster) -> None:
     restored = until(lambda s: s is not None and s["spec"]["pool"]["generation"] > generation)
     assert restored["spec"]["pool"]["generation"] == generation + 1
     assert published(cluster, PY_DRIVER) == expected
+    stale = slice_on(NODE, f"{name}-old")
+    cluster.kubectl("create", "-f", "-", feed=json.dumps(stale))
+    deadline = time.monotonic() + 40
+    while any(s["metadata"]["name"] == f"{name}-old" for s in slices()):
+        assert time.monotonic() < deadline, "the stale slice is still there"
+        time.sleep(0.5)
+    assert published(cluster, PY_DRIVER) == expected
+    assert f"ResourceSlice {name}-old deleted" in driver_log(cluster)
 
 
 def test_the_driver_pod_replaced_while_a_workload_runs(cluster: Cluster, scenario: Start) -> None:
@@ -446,11 +461,14 @@ GRANTED = [
     ("resource.k8s.io", "resourceclaims", "get"),
     ("resource.k8s.io", "resourceclaims", "list"),
     ("resource.k8s.io", "resourceclaims", "watch"),
-    ("resource.k8s.io", "resourceslices", "get"),
+    ("resource.k8s.io", "resourceslices", "list"),
+    ("resource.k8s.io", "resourceslices", "watch"),
     ("resource.k8s.io", "resourceslices", "create"),
     ("resource.k8s.io", "resourceslices", "update"),
+    ("resource.k8s.io", "resourceslices", "delete"),
 ]
-#: And a sample of what it may not: no secrets, pods, nodes; no claim it could change.
+#: And a sample of what it may not: no secrets, pods, nodes; no claim it could change; no
+#: slice it could patch, or delete but by name.
 REFUSED = [
     ("", "secrets", "get"), ("", "secrets", "list"), ("", "configmaps", "get"),
     ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "create"),
@@ -459,8 +477,7 @@ REFUSED = [
     ("resource.k8s.io", "resourceclaims", "update"), ("resource.k8s.io", "resourceclaims", "patch"),
     ("resource.k8s.io", "resourceclaims", "delete"),
     ("resource.k8s.io", "resourceclaims/status", "update"),
-    ("resource.k8s.io", "resourceslices", "list"), ("resource.k8s.io", "resourceslices", "watch"),
-    ("resource.k8s.io", "resourceslices", "patch"), ("resource.k8s.io", "resourceslices", "delete"),
+    ("resource.k8s.io", "resourceslices", "get"), ("resource.k8s.io", "resourceslices", "patch"),
     ("resource.k8s.io", "resourceslices", "deletecollection"),
     ("resource.k8s.io", "deviceclasses", "create"),
 ]  # fmt: skip
@@ -486,9 +503,9 @@ def allowed(cluster: Cluster, group: str, resource: str, verb: str, namespace: s
 
 
 def test_the_driver_may_do_what_it_needs_and_nothing_more(cluster: Cluster) -> None:
-    """deploy/2-rbac.yaml, as the API server's authorizer reads it: the six grants the
-    driver uses, none of twenty it does not; deploy/3-admission.yaml: its ResourceSlice
-    writes only for the node its pod's token names (dry runs: nothing is written)."""
+    """deploy/2-rbac.yaml, as the API server's authorizer reads it: the eight grants the
+    driver uses, none of eighteen it does not; deploy/3-admission.yaml: its ResourceSlice
+    changes only for the node its pod's token names (dry runs: nothing is written)."""
     for namespace in ("", "default", deploy.NAMESPACE):
         assert [rule for rule in GRANTED if not allowed(cluster, *rule, namespace)] == []
         assert [rule for rule in REFUSED if allowed(cluster, *rule, namespace)] == []
@@ -499,17 +516,12 @@ def test_the_driver_may_do_what_it_needs_and_nothing_more(cluster: Cluster) -> N
                                  "--bound-object-name", pod).strip()  # fmt: skip
     plain_token = cluster.kubectl(*token).strip()
 
-    def create_slice(bearer: str, node: str) -> tuple[int, str]:
-        body = {
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": f"admission-{node}"},
-            "spec": {"driver": PY_DRIVER, "nodeName": node, "devices": [],
-                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}},
-        }  # fmt: skip
+    def call(bearer: str, method: str, path: str, body: Any = None) -> tuple[int, str]:
+        """The API server's answer to the driver's token, as a dry run: nothing is written."""
         request = urllib.request.Request(
             f"https://127.0.0.1:{PORTS['kube-apiserver']}/apis/resource.k8s.io/v1/"
-            "resourceslices?dryRun=All",
-            data=json.dumps(body).encode(), method="POST",
+            f"resourceslices{path}?dryRun=All",
+            data=json.dumps(body).encode() if body is not None else None, method=method,
             headers={"Authorization": f"Bearer {bearer}", "Content-Type": "application/json"},
         )  # fmt: skip
         context = ssl.create_default_context(cafile=str(cluster.pki / "ca.crt"))
@@ -519,13 +531,37 @@ def test_the_driver_may_do_what_it_needs_and_nothing_more(cluster: Cluster) -> N
         except urllib.error.HTTPError as err:
             return err.code, json.loads(err.read())["message"]
 
+    def create_slice(bearer: str, node: str) -> tuple[int, str]:
+        return call(bearer, "POST", "", slice_on(node, f"admission-{node}"))
+
     assert create_slice(pods_token, NODE) == (201, "")
     status, message = create_slice(pods_token, "elsewhere")
     assert status == 403, message
-    assert message.endswith(
-        f"a python-driver pod on node {NODE} may write only that node's ResourceSlices, "
+    elsewhere = (
+        f"a python-driver pod on node {NODE} may change only that node's ResourceSlices, "
         "not node elsewhere's"
-    ), message
+    )
+    assert message.endswith(elsewhere), message
     status, message = create_slice(plain_token, NODE)
     assert status == 403, message
-    assert "only from a pod's token, which names the pod's node" in message
+    assert message.endswith("changes ResourceSlices only with a pod's token, which names the "
+                            "pod's node"), message  # fmt: skip
+    # Another node's slice, made by the admin: the driver's pod may not delete it.
+    other = json.dumps(slice_on("elsewhere", "admission-elsewhere"))
+    made = cluster.kubectl("create", "-f", "-", "-o", "name", feed=other)
+    try:
+        status, message = call(pods_token, "DELETE", "/admission-elsewhere")
+        assert status == 403, message
+        assert message.endswith(elsewhere), message
+    finally:
+        cluster.kubectl("delete", made.strip())
+
+
+def slice_on(node: str, name: str) -> dict[str, Any]:
+    """A ResourceSlice of the Python driver's, with no device, for ``node``."""
+    return {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": {"driver": PY_DRIVER, "nodeName": node, "devices": [],
+                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}},
+    }  # fmt: skip
