@@ -253,11 +253,12 @@ class Cluster:
         self.times["image (s)"] = time.monotonic() - began
         began = time.monotonic()
         built = self.bin_dir / "python-driver"  # build-cluster's venv and stubs
-        run([PY_DRIVER_SOURCE / "build-image", "--base", BASE_IMAGE, "--tag", deploy.image(),
+        driver_image = deploy.image()
+        run([PY_DRIVER_SOURCE / "build-image", "--base", BASE_IMAGE, "--tag", driver_image,
              "--stubs", built / "stubs"],
             env={**env, "PYTHON": str(built / "venv" / "bin" / "python")})  # fmt: skip
         with open(images, "a", encoding="utf-8") as out:
-            out.write(deploy.image() + "\n")
+            out.write(driver_image + "\n")
         self.times["driver image (s)"] = time.monotonic() - began
 
     def spawn(self, name: str, command: Sequence[str | Path], **env: str) -> Recorded:
@@ -472,13 +473,14 @@ class Cluster:
         return "\n".join(parts)
 
     def python_driver_pods(self) -> list[dict[str, Any]]:
-        """The Python driver's pods (the DaemonSet's), as the API server has them."""
+        """The Python driver's pods (the DaemonSet's) that are not going away, as the API
+        server has them."""
         found = json.loads(self.kubectl(
             "get", "pods", "--namespace", deploy.NAMESPACE, "--selector", deploy.SELECTOR,
             "--output", "json",
         ))  # fmt: skip
         pods: list[dict[str, Any]] = found["items"]
-        return pods
+        return [pod for pod in pods if "deletionTimestamp" not in pod["metadata"]]
 
     def python_driver_ready(self) -> bool:
         """Whether the DaemonSet's pod is the one of its current template, ready, alone,
@@ -494,8 +496,7 @@ class Cluster:
             and status.get("updatedNumberScheduled") == 1
             and status.get("numberReady") == 1
         )
-        alive = [p for p in self.python_driver_pods() if "deletionTimestamp" not in p["metadata"]]
-        return rolled and len(alive) == 1 and self.published(PY_DRIVER)
+        return rolled and len(self.python_driver_pods()) == 1 and self.published(PY_DRIVER)
 
     def start_driver(self, driver: str) -> Recorded:
         """One driver that runs as a process of the host, until its ResourceSlices are
@@ -533,7 +534,7 @@ class Cluster:
                 f"pod: scripts/cluster kubectl delete pod --namespace {deploy.NAMESPACE} "
                 f"--selector {deploy.SELECTOR})"
             )
-        if driver not in COMPONENTS:
+        if driver not in DRIVERS:
             raise ClusterError(f"no driver {driver!r}: one of {', '.join(DRIVERS)}")
         running = {r.name: r for r in self.recorded() if r.alive()}
         if "kubelet" not in running or "kube-apiserver" not in running:

@@ -76,7 +76,7 @@ def wait_clean(cluster: Cluster, timeout: float = 120) -> None:
 
 def driver_pod(cluster: Cluster) -> dict[str, Any]:
     """The DaemonSet's one pod that is not going away."""
-    (pod,) = [p for p in cluster.python_driver_pods() if "deletionTimestamp" not in p["metadata"]]
+    (pod,) = cluster.python_driver_pods()
     return pod
 
 
